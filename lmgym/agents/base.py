@@ -1,0 +1,78 @@
+"""The agent contract: text in, text out, with the reasoning and its cost on the side.
+
+``act(observation, info) -> str`` is all a benchmark needs; ``decide`` returns a `Decision`
+with the reasoning text, the [REASON]/[ACT] spans of the completion, token counts and the
+seconds spent, which rollouts record for distillation and for cost tables.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lmgym.rollouts import Span, format_completion
+
+
+@dataclass
+class Decision:
+    action: str
+    reasoning: str = ""
+    completion: str = ""  # the raw text the agent wrote; rendered from reasoning/action if empty
+    spans: list[Span] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.completion:
+            self.completion, self.spans = format_completion(self.reasoning, self.action)
+
+
+class Agent(ABC):
+    """Base class of everything that acts in an lmgym env."""
+
+    name: str = "agent"
+
+    def reset(self, *, seed: int | None = None) -> None:
+        """Start a new episode; all of the agent's randomness comes from `seed`."""
+        self.rng = np.random.default_rng(seed)
+
+    @abstractmethod
+    def decide(self, observation: str, info: dict[str, Any]) -> Decision: ...
+
+    def act(self, observation: str, info: dict[str, Any]) -> str:
+        return self.decide(observation, info).action
+
+
+class RandomAgent(Agent):
+    """Uniform over ``info["admissible_actions"]`` (an empty action where there are none)."""
+
+    name = "random"
+
+    def __init__(self) -> None:
+        self.reset(seed=None)
+
+    def decide(self, observation: str, info: dict[str, Any]) -> Decision:
+        start = time.perf_counter()
+        actions = info.get("admissible_actions") or [""]
+        action = actions[int(self.rng.integers(len(actions)))]
+        return Decision(action, reasoning="I pick an admissible action at random.",
+                        seconds=time.perf_counter() - start)
+
+
+class ExpertAgent(Agent):
+    """Follows the env's own ``info["expert_action"]`` and ``info["expert_reasoning"]``."""
+
+    name = "expert"
+
+    def __init__(self) -> None:
+        self.reset(seed=None)
+
+    def decide(self, observation: str, info: dict[str, Any]) -> Decision:
+        if "expert_action" not in info:
+            raise KeyError("this env provides no info['expert_action']; ExpertAgent cannot act in it")
+        return Decision(info["expert_action"], reasoning=info.get("expert_reasoning", ""))

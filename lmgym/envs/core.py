@@ -1,0 +1,142 @@
+"""The contract every lmgym environment implements.
+
+An lmgym env is a ``gymnasium.Env[str, str]``: the observation is the text the agent reads
+this step, the action is text in the env's own grammar. Families subclass `TextEnv` and write
+two methods, `_reset` and `_step`; the base class seeds, checks the action type, completes the
+info dict and renders, so every family behaves the same at the edges.
+
+Info keys present after every `reset` and `step` (`INFO_KEYS`):
+
+* ``task`` (str): the goal text.
+* ``admissible_actions`` (list[str], sorted): the actions the env can enumerate now; empty
+  where it cannot (free-form answers).
+* ``action_valid`` (bool): whether the last action was understood and changed or queried
+  something. True after reset.
+* ``won`` (bool): whether the task is accomplished.
+
+Optional keys: ``expert_action`` (str, where the env knows a solution from the current state),
+``expert_reasoning`` (str, one line saying why), and family-specific keys.
+
+Invalid or malformed actions never raise: the env answers with its own feedback and
+``action_valid=False``. Time limits come from registration (``max_episode_steps``).
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+from gymnasium import spaces
+
+INFO_KEYS = ("task", "admissible_actions", "action_valid", "won")
+
+#: Characters `TextSpace.sample` draws from: printable ASCII without the vertical tab/form feed.
+SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " "
+
+
+class TextSpace(spaces.Text):
+    """A `gymnasium.spaces.Text` that contains any Python string up to `max_length`.
+
+    Gymnasium's Text checks every character against a fixed charset; real observations carry
+    unicode product titles and newlines, so membership here is "is a str of allowed length".
+    Sampling still draws from `SAMPLE_CHARSET`.
+    """
+
+    def __init__(self, max_length: int = 100_000, *, min_length: int = 0, seed=None):
+        super().__init__(max_length=max_length, min_length=min_length, charset=SAMPLE_CHARSET, seed=seed)
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"TextSpace({self.min_length}, {self.max_length})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, TextSpace) and (self.min_length, self.max_length) == (
+            other.min_length,
+            other.max_length,
+        )
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base class of lmgym's text environments (template methods `_reset` and `_step`).
+
+    Subclasses draw all randomness from ``self.np_random`` (seeded by `reset`) and return
+    plain (observation, info) from `_reset` and (observation, reward, terminated, info) from
+    `_step`. Truncation is left to the `TimeLimit` wrapper added at registration.
+
+    The number of distinct tasks is `num_tasks` (None when unlimited); ``reset(options=
+    {"task_index": i})`` selects task ``i % num_tasks`` in the env's deterministic order, which
+    is how benchmark suites sweep a split exactly once.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    #: Longest action accepted as-is; longer input is cut (and the env decides if it is valid).
+    max_action_length = 10_000
+
+    def __init__(self, render_mode: str | None = None, max_observation_length: int = 100_000):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.observation_space = TextSpace(max_observation_length)
+        self.action_space = TextSpace(self.max_action_length)
+        self._last_observation = ""
+
+    # -- what a family writes ------------------------------------------------------------
+    @property
+    def num_tasks(self) -> int | None:
+        return None
+
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        raise NotImplementedError
+
+    def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        raise NotImplementedError
+
+    # -- the Gymnasium API -------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        observation, info = self._reset(dict(options or {}))
+        info.setdefault("action_valid", True)
+        return self._emit(observation), self._complete_info(info)
+
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if not isinstance(action, str):
+            action = "" if action is None else str(action)
+        action = action[: self.max_action_length]
+        observation, reward, terminated, info = self._step(action)
+        return self._emit(observation), float(reward), bool(terminated), False, self._complete_info(info)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._last_observation
+        if self.render_mode == "human":
+            print(self._last_observation)
+        return None
+
+    # -- helpers -----------------------------------------------------------------------
+    def _emit(self, observation: str) -> str:
+        observation = observation[: self.observation_space.max_length]
+        self._last_observation = observation
+        if self.render_mode == "human":
+            print(observation)
+        return observation
+
+    @staticmethod
+    def _complete_info(info: dict[str, Any]) -> dict[str, Any]:
+        missing = [k for k in ("task", "action_valid") if k not in info]
+        if missing:
+            raise KeyError(f"env info lacks contract keys {missing}")
+        info["admissible_actions"] = sorted(info.get("admissible_actions", ()))
+        info.setdefault("won", False)
+        return info
+
+    def choose_task_index(self, options: dict[str, Any]) -> int:
+        """The task for this episode: ``options["task_index"]`` if given, else a seeded draw."""
+        n = self.num_tasks
+        if not n:
+            raise ValueError(f"{type(self).__name__} has no finite task list")
+        if "task_index" in options:
+            return int(options["task_index"]) % n
+        return int(self.np_random.integers(n))

@@ -1,0 +1,129 @@
+"""The rollout format: one JSON line per episode, the currency between agents and trainers.
+
+A line (an `Episode`) holds the env id, seed, task, agent name, the steps and the outcome.
+Each `Step` keeps what the agent read (``observation``), what it wrote (``completion``: the
+reasoning and the action, rendered by `format_completion`), the parsed ``action``, and
+``spans``: character ranges of the completion labelled ``"reason"`` or ``"act"``, which
+distillation maps onto tokens (Structured Agent Distillation's [REASON]/[ACT] segments).
+Offsets are characters, not tokens, so one file serves any tokenizer.
+
+Types are the same in every row so ``datasets.load_dataset("json", data_files=path)`` reads a
+file as a table; family-specific info goes into ``info_json`` (a JSON string).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from lmgym.io import append_jsonl, atomic_write_text, read_jsonl
+
+#: Info keys copied into every step as typed columns; the rest go to ``info_json``.
+STEP_INFO_KEYS = ("action_valid", "won")
+
+REASON_PREFIX = "Thought: "
+ACTION_PREFIX = "Action: "
+
+
+@dataclass
+class Span:
+    kind: str  # "reason" or "act"
+    start: int  # character offsets into Step.completion, end exclusive
+    end: int
+
+
+def format_completion(reasoning: str, action: str) -> tuple[str, list[Span]]:
+    """Render a ReAct-style completion ``Thought: ...\\nAction: ...`` and its spans."""
+    text, spans = "", []
+    if reasoning:
+        start = len(REASON_PREFIX)
+        text = f"{REASON_PREFIX}{reasoning}\n"
+        spans.append(Span("reason", start, start + len(reasoning)))
+    start = len(text) + len(ACTION_PREFIX)
+    text += f"{ACTION_PREFIX}{action}"
+    spans.append(Span("act", start, start + len(action)))
+    return text, spans
+
+
+@dataclass
+class Step:
+    observation: str
+    action: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    action_valid: bool
+    won: bool
+    reasoning: str = ""
+    completion: str = ""
+    spans: list[Span] = field(default_factory=list)
+    info_json: str = "{}"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Episode:
+    env_id: str
+    seed: int | None
+    task: str
+    agent: str
+    steps: list[Step] = field(default_factory=list)
+    #: Text of the observation after the last step (what the agent would read next).
+    final_observation: str = ""
+    env_kwargs_json: str = "{}"
+
+    @property
+    def return_(self) -> float:
+        return float(sum(s.reward for s in self.steps))
+
+    @property
+    def won(self) -> bool:
+        return bool(self.steps and self.steps[-1].won)
+
+    @property
+    def length(self) -> int:
+        return len(self.steps)
+
+    @property
+    def invalid_actions(self) -> int:
+        return sum(not s.action_valid for s in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        row = asdict(self)
+        row.update({"return": self.return_, "won": self.won, "length": self.length,
+                    "invalid_actions": self.invalid_actions})
+        return row
+
+    @classmethod
+    def from_dict(cls, row: dict[str, Any]) -> "Episode":
+        steps = [Step(**{**s, "spans": [Span(**sp) for sp in s.get("spans", [])]}) for s in row["steps"]]
+        fields = {k: row[k] for k in ("env_id", "seed", "task", "agent", "final_observation", "env_kwargs_json") if k in row}
+        return cls(steps=steps, **fields)
+
+
+def split_info(info: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Typed step columns from `info`, and the JSON text of the remaining serialisable keys."""
+    typed = {k: bool(info.get(k, False)) for k in STEP_INFO_KEYS}
+    rest = {k: v for k, v in info.items() if k not in STEP_INFO_KEYS and k != "admissible_actions"}
+    return typed, json.dumps(rest, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def write_episode(path: str | os.PathLike, episode: Episode) -> None:
+    """Append one episode atomically (a crash never leaves half a line behind)."""
+    append_jsonl(path, episode.to_dict())
+
+
+def write_episodes(path: str | os.PathLike, episodes: Iterable[Episode]) -> None:
+    """Replace `path` with these episodes in one atomic write."""
+    lines = [json.dumps(e.to_dict(), ensure_ascii=False, sort_keys=True) for e in episodes]
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def read_episodes(path: str | os.PathLike) -> Iterator[Episode]:
+    for row in read_jsonl(Path(path)):
+        yield Episode.from_dict(row)
