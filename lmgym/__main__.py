@@ -1,0 +1,5 @@
+import sys
+
+from lmgym.cli import main
+
+sys.exit(main())

@@ -1,0 +1,193 @@
+"""The `lmgym` command (also `python -m lmgym`).
+
+    lmgym list                                  ids with one-line descriptions
+    lmgym play ID [--seed S]                    play an env in the terminal
+    lmgym rollout ID --agent expert --episodes N --out FILE
+    lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
+    lmgym train ppo|lm|mdlm ...                 trainers (lmgym.training)
+    lmgym serve webshop ...                     WebShop as a web page
+
+Subcommands that need heavy packages import them only when run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from typing import Callable, Sequence
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from gymnasium.error import Error as GymError
+
+    from lmgym.data import DataNotFoundError
+
+    return (GymError, DataNotFoundError, FileNotFoundError, ValueError, KeyError)
+
+
+#: Errors that come from what the user asked for: shown as one line, not a traceback.
+USER_ERRORS = _user_errors()
+
+#: `lmgym train NAME ...` runs `main(argv)` of these modules (each a CleanRL-style script).
+TRAINERS = {
+    "ppo": "lmgym.training.ppo",
+    "lm": "lmgym.training.lm",
+}
+#: `lmgym serve NAME ...`: modules exposing add_arguments(parser) and main(args).
+SERVERS = {"webshop": "lmgym.envs.webshop.web"}
+
+
+def _json_kwargs(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(f"not JSON: {err}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("env kwargs must be a JSON object")
+    return value
+
+
+# -- list ----------------------------------------------------------------------------------
+def cmd_list(args: argparse.Namespace) -> int:
+    from lmgym.envs.registry import ENVS
+    from lmgym.testing import unavailable_reason
+
+    width = max(len(i) for i in ENVS)
+    for env_id, entry in sorted(ENVS.items()):
+        reason = unavailable_reason(entry)
+        note = f"  [{reason}]" if reason else ""
+        print(f"{env_id:<{width}}  {entry.description}{note}")
+    return 0
+
+
+# -- play ----------------------------------------------------------------------------------
+PLAY_HELP = """Type an action in the env's grammar, or the number of an admissible action.
+  help   this text
+  hint   the expert's next action (where the env has one)
+  quit   leave (also Ctrl-D)"""
+
+
+def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input) -> int:
+    import gymnasium as gym
+
+    env = gym.make(args.env_id, **args.env_kwargs)
+    observation, info = env.reset(seed=args.seed)
+    print(f"Task: {info['task']}\n\n{observation}")
+    total = 0.0
+    while True:
+        actions = info["admissible_actions"]
+        if actions:
+            print("\nAdmissible: " + "  ".join(f"[{i}] {a}" for i, a in enumerate(actions)))
+        try:
+            line = input_fn("> ").strip()
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if line in ("quit", "exit", "q"):
+            return 0
+        if line == "help":
+            print(PLAY_HELP)
+            continue
+        if line == "hint":
+            print(info.get("expert_action", "(this env has no expert)"))
+            continue
+        if line.isdigit() and int(line) < len(actions):
+            line = actions[int(line)]
+        observation, reward, terminated, truncated, info = env.step(line)
+        total += float(reward)
+        print(f"\n{observation}")
+        if terminated or truncated:
+            outcome = "won" if info["won"] else ("out of steps" if truncated else "episode over")
+            print(f"\n[{outcome}] return {total:g}")
+            return 0
+
+
+# -- rollout -------------------------------------------------------------------------------
+def cmd_rollout(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+    from tqdm import tqdm
+
+    from lmgym.agents.registry import make_agent
+    from lmgym.agents.runner import run_episode
+    from lmgym.rollouts import write_episode
+
+    env = gym.make(args.env_id, **args.env_kwargs)
+    agent = make_agent(args.agent)
+    won = 0
+    bar = tqdm(range(args.episodes), desc=f"{args.agent} on {args.env_id}", disable=args.quiet or None)
+    for k in bar:
+        episode = run_episode(env, agent, seed=args.seed + k, env_id=args.env_id)
+        write_episode(args.out, episode)
+        won += episode.won
+        bar.set_postfix(success=f"{won / (k + 1):.0%}")
+    print(f"wrote {args.episodes} episodes to {args.out} (success {won}/{args.episodes})")
+    return 0
+
+
+# -- delegated subcommands -----------------------------------------------------------------
+def cmd_train(args: argparse.Namespace) -> int:
+    module = importlib.import_module(TRAINERS[args.trainer])
+    return int(module.main(args.rest) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lmgym", description="Gymnasium text environments for LM agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("list", help="list environment ids").set_defaults(func=cmd_list)
+
+    play = sub.add_parser("play", help="play an environment in the terminal")
+    play.add_argument("env_id")
+    play.add_argument("--seed", type=int, default=0)
+    play.add_argument("--env-kwargs", type=_json_kwargs, default={}, help="JSON object passed to gymnasium.make")
+    play.set_defaults(func=cmd_play)
+
+    rollout = sub.add_parser("rollout", help="record an agent's episodes as rollout JSON lines")
+    rollout.add_argument("env_id")
+    rollout.add_argument("--agent", default="expert", help="agent name (random, expert, ...) or module:Class")
+    rollout.add_argument("--episodes", type=int, default=10)
+    rollout.add_argument("--seed", type=int, default=0, help="episode k uses seed + k")
+    rollout.add_argument("--out", required=True, help="rollout file (appended)")
+    rollout.add_argument("--env-kwargs", type=_json_kwargs, default={})
+    rollout.add_argument("--quiet", action="store_true")
+    rollout.set_defaults(func=cmd_rollout)
+
+    # Delegated subcommands import their module only when they are the one being run.
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wanted = argv[0] if argv else None
+    bench = sub.add_parser("bench", help="run a benchmark suite or spec")
+    if wanted == "bench":
+        module = importlib.import_module("lmgym.benchmarks.cli")
+        module.add_arguments(bench)
+        bench.set_defaults(func=module.main)
+
+    train = sub.add_parser("train", help="train a policy (the trainer's own --help lists its options)", add_help=False)
+    train.add_argument("trainer", choices=sorted(TRAINERS))
+    train.add_argument("rest", nargs=argparse.REMAINDER)
+    train.set_defaults(func=cmd_train)
+
+    serve = sub.add_parser("serve", help="serve an environment as a web page")
+    serve_sub = serve.add_subparsers(dest="server", required=True)
+    for name, module_name in SERVERS.items():
+        server = serve_sub.add_parser(name)
+        if wanted == "serve":
+            module = importlib.import_module(module_name)
+            module.add_arguments(server)
+            server.set_defaults(func=module.main)
+
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except USER_ERRORS as err:
+        if os.environ.get("LMGYM_DEBUG"):
+            raise
+        parser.exit(2, f"lmgym: error: {err}\n(set LMGYM_DEBUG=1 for the traceback)\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""The test kit for lmgym environments, shipped with the package (as PettingZoo ships its own).
+
+Anyone adding an env runs these checks on its id; lmgym's own test matrix
+(tests/test_env_matrix.py) runs them over every registered id. Each check raises
+AssertionError with a message that says what broke.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import pickle
+import subprocess
+import sys
+import warnings
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from lmgym.data import data_root
+from lmgym.envs.core import INFO_KEYS
+from lmgym.envs.registry import ENVS, EnvEntry
+
+#: Actions no env may raise on: empty, huge, unicode, brackets, control characters.
+JUNK_ACTIONS: tuple[str, ...] = (
+    "", " ", "\n", "x" * 10_000, "search[", "click[]]", "[[[]]]", "finish[]", "go", "take",
+    "ünïcødé ✓ 漢字 🙂", "\x00\x01\x1b[31m\x7f", "\t\r\n", "None", "0", "-1", "move to to",
+    "put   in/on", "search[" + "a" * 5000 + "]", "lookup[\x00]",
+)
+
+
+def unavailable_reason(entry: EnvEntry) -> str | None:
+    """Why `entry` cannot run here (missing data folder or optional module), else None."""
+    if entry.requires_data is not None:
+        root = data_root()
+        if root is None or not (root / entry.requires_data).exists():
+            return f"needs LMGYM_DATA/{entry.requires_data} (set LMGYM_DATA)"
+    for module in entry.requires_modules:
+        if importlib.util.find_spec(module) is None:
+            return f"needs the optional module {module!r}"
+    return None
+
+
+def available_env_ids() -> list[str]:
+    return sorted(i for i, e in ENVS.items() if unavailable_reason(e) is None)
+
+
+def check_info_contract(info: dict[str, Any]) -> None:
+    for key in INFO_KEYS:
+        assert key in info, f"info lacks {key!r}: {sorted(info)}"
+    actions = info["admissible_actions"]
+    assert isinstance(actions, list) and all(isinstance(a, str) for a in actions), "admissible_actions must be list[str]"
+    assert actions == sorted(actions), "admissible_actions must be sorted"
+    assert isinstance(info["action_valid"], bool) and isinstance(info["won"], bool)
+    assert isinstance(info["task"], str)
+    if "expert_action" in info:
+        assert isinstance(info["expert_action"], str)
+
+
+def check_env_api(env_id: str) -> None:
+    """Gymnasium's own checker on the unwrapped env, with every warning an error."""
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env.unwrapped, skip_render_check=True)
+    env.close()
+
+
+def _canonical(info: dict[str, Any]) -> str:
+    return json.dumps(info, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def transcript(env_id: str, seed: int, steps: int = 20, **kwargs: Any) -> list[str]:
+    """Observations, rewards, flags and info of `steps` seeded random admissible actions.
+
+    The action choice uses its own generator seeded with `seed`, so the transcript is a pure
+    function of (env, seed). Resets (with seed + 1000 * k) continue the walk after an episode ends.
+    """
+    env = gym.make(env_id, **kwargs)
+    rng = np.random.default_rng(seed)
+    observation, info = env.reset(seed=seed)
+    lines = [observation, _canonical(info)]
+    episode = 0
+    for _ in range(steps):
+        actions = info["admissible_actions"] or [""]
+        action = actions[int(rng.integers(len(actions)))]
+        observation, reward, terminated, truncated, info = env.step(action)
+        lines.append(json.dumps([action, observation, float(reward), terminated, truncated]))
+        lines.append(_canonical(info))
+        if terminated or truncated:
+            episode += 1
+            observation, info = env.reset(seed=seed + 1000 * episode)
+            lines += [observation, _canonical(info)]
+    env.close()
+    return lines
+
+
+def check_determinism(env_id: str, seed: int = 7, steps: int = 20) -> None:
+    first, second = transcript(env_id, seed, steps), transcript(env_id, seed, steps)
+    for i, (a, b) in enumerate(zip(first, second)):
+        assert a == b, f"{env_id}: same seed diverged at line {i}:\n{a[:300]}\n!=\n{b[:300]}"
+
+
+def transcript_in_subprocess(env_id: str, seed: int, steps: int, hash_seed: str) -> list[str]:
+    code = (
+        "import json, sys, lmgym\n"
+        "from lmgym.testing import transcript\n"
+        f"json.dump(transcript({env_id!r}, {seed}, {steps}), sys.stdout)\n"
+    )
+    environ = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=600)
+    assert result.returncode == 0, f"subprocess failed:\n{result.stderr[-3000:]}"
+    return json.loads(result.stdout)
+
+
+def check_cross_process_determinism(env_id: str, seed: int = 11, steps: int = 15) -> None:
+    """Two fresh interpreters with different PYTHONHASHSEED give the same transcript."""
+    a = transcript_in_subprocess(env_id, seed, steps, "1")
+    b = transcript_in_subprocess(env_id, seed, steps, "2")
+    assert a == b, f"{env_id}: transcripts differ across processes (PYTHONHASHSEED 1 vs 2)"
+
+
+def check_seeds_differ(env_id: str, seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> None:
+    env = gym.make(env_id)
+    starts = {json.dumps(env.reset(seed=s)[0]) + env.unwrapped.spec.id for s in seeds}
+    env.close()
+    assert len(starts) > 1, f"{env_id}: seeds {list(seeds)} all gave the same first observation"
+
+
+def check_junk_actions(env_id: str, actions: Sequence[str] = JUNK_ACTIONS, seed: int = 0) -> None:
+    """Junk never raises; the env answers with feedback and the contract's info keys."""
+    env = gym.make(env_id)
+    env.reset(seed=seed)
+    for action in actions:
+        observation, reward, terminated, truncated, info = env.step(action)
+        assert isinstance(observation, str), f"{env_id}: non-str observation for {action[:40]!r}"
+        check_info_contract(info)
+        if terminated or truncated:
+            env.reset(seed=seed)
+    env.close()
+
+
+def check_pickle(env_id: str, seed: int = 3, steps: int = 5) -> None:
+    """A pickled env mid-episode continues exactly as the original."""
+    env = gym.make(env_id)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    for _ in range(steps):
+        actions = info["admissible_actions"] or [""]
+        _, _, terminated, truncated, info = env.step(actions[int(rng.integers(len(actions)))])
+        if terminated or truncated:
+            _, info = env.reset(seed=seed)
+    clone = pickle.loads(pickle.dumps(env))
+    actions = info["admissible_actions"] or [""]
+    action = actions[int(rng.integers(len(actions)))]
+    a, b = env.step(action), clone.step(action)
+    assert a[0] == b[0] and a[1:4] == b[1:4] and _canonical(a[4]) == _canonical(b[4]), f"{env_id}: clone diverged"
+    env.close()
+    clone.close()
+
+
+def check_vector_envs(env_id: str, num_envs: int = 2, steps: int = 3) -> None:
+    """SyncVectorEnv and AsyncVectorEnv(shared_memory=False) step with admissible actions."""
+    for make_vector in (
+        lambda fns: gym.vector.SyncVectorEnv(fns),
+        lambda fns: gym.vector.AsyncVectorEnv(fns, shared_memory=False),
+    ):
+        vec = make_vector([lambda: gym.make(env_id) for _ in range(num_envs)])
+        observations, infos = vec.reset(seed=list(range(num_envs)))
+        assert len(observations) == num_envs and all(isinstance(o, str) and o for o in observations)
+        for _ in range(steps):
+            actions = tuple((infos["admissible_actions"][i] or [""])[0] for i in range(num_envs))
+            observations, rewards, terminated, truncated, infos = vec.step(actions)
+            assert len(rewards) == num_envs and all(isinstance(o, str) for o in observations)
+        vec.close()
+
+
+def expert_success(env_id: str, seeds: Sequence[int]) -> float:
+    """Share of `seeds` on which ExpertAgent wins from reset."""
+    from lmgym.agents.base import ExpertAgent
+    from lmgym.agents.runner import run_episode
+
+    env = gym.make(env_id)
+    wins = [run_episode(env, ExpertAgent(), seed=s, env_id=env_id).won for s in seeds]
+    env.close()
+    return sum(wins) / len(wins)

@@ -1,0 +1,69 @@
+import json
+
+import datasets
+import gymnasium as gym
+import pytest
+
+import lmgym  # noqa: F401
+from lmgym.agents import ExpertAgent, RandomAgent, run_episode
+from lmgym.io import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
+from lmgym.rollouts import Episode, format_completion, read_episodes, write_episode, write_episodes
+
+
+def test_partial_last_line_is_dropped_then_repaired(tmp_path):
+    path = tmp_path / "log.jsonl"
+    append_jsonl(path, {"k": 1})
+    append_jsonl(path, {"k": 2})
+    with open(path, "ab") as f:  # a crash in the middle of a third append
+        f.write(b'{"k": 3, "trunc')
+    assert [r["k"] for r in read_jsonl(path)] == [1, 2]
+    assert repair_jsonl(path) == len(b'{"k": 3, "trunc')
+    append_jsonl(path, {"k": 4})
+    assert [r["k"] for r in read_jsonl(path)] == [1, 2, 4]
+
+
+def test_atomic_write_leaves_no_temporary_files(tmp_path):
+    atomic_write_json(tmp_path / "a" / "s.json", {"x": [1, 2]})
+    assert json.loads((tmp_path / "a" / "s.json").read_text()) == {"x": [1, 2]}
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["s.json"]
+
+
+def test_atomic_write_keeps_the_old_file_when_serialising_fails(tmp_path):
+    path = tmp_path / "s.json"
+    atomic_write_json(path, {"v": 1})
+    with pytest.raises(TypeError):
+        atomic_write_json(path, {"v": object()})
+    assert json.loads(path.read_text()) == {"v": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+
+
+def test_completion_spans_cover_reasoning_and_action():
+    text, spans = format_completion("the key is north", "go north")
+    assert text == "Thought: the key is north\nAction: go north"
+    assert [(s.kind, text[s.start:s.end]) for s in spans] == [("reason", "the key is north"), ("act", "go north")]
+    text, spans = format_completion("", "look")
+    assert text == "Action: look" and [(s.kind, text[s.start:s.end]) for s in spans] == [("act", "look")]
+
+
+def test_episode_round_trip_and_summary_fields(tmp_path):
+    env = gym.make("lmgym/KeyDoor-v0")
+    episode = run_episode(env, ExpertAgent(), seed=5)
+    path = tmp_path / "r.jsonl"
+    write_episode(path, episode)
+    row = json.loads(path.read_text())
+    assert row["won"] is True and row["return"] == 1.0 and row["length"] == len(episode.steps)
+    assert row["env_id"] == "lmgym/KeyDoor-v0" and row["seed"] == 5 and row["agent"] == "expert"
+    (back,) = read_episodes(path)
+    assert back == Episode.from_dict(row) and back.to_dict() == row
+
+
+def test_rollout_file_loads_as_a_hugging_face_dataset(tmp_path):
+    env = gym.make("lmgym/KeyDoor-Large-v0")
+    path = tmp_path / "r.jsonl"
+    write_episodes(path, [run_episode(env, agent, seed=s) for agent in (ExpertAgent(), RandomAgent()) for s in range(3)])
+    table = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=str(tmp_path / "cache"))
+    assert table.num_rows == 6
+    assert set(table["agent"]) == {"expert", "random"}
+    first = table[0]["steps"][0]
+    assert first["spans"][-1]["kind"] == "act"
+    assert first["completion"][first["spans"][-1]["start"]:first["spans"][-1]["end"]] == first["action"]

@@ -1,0 +1,73 @@
+"""Imports only go downward: base <- envs <- policies <- agents <- training <- benchmarks <- cli.
+
+Every import statement in the package counts, including those inside functions, so a lazy
+upward import fails as well. lmgym.envs also never imports torch or transformers: the envs
+work without them.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "lmgym"
+
+LAYERS = {
+    "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0,
+    "lmgym.envs": 1,
+    "lmgym.policies": 2,
+    "lmgym.agents": 3, "lmgym.testing": 3,
+    "lmgym.training": 4,
+    "lmgym.benchmarks": 5,
+    "lmgym.cli": 6, "lmgym.__main__": 6,
+}
+NEURAL = ("torch", "transformers", "peft", "accelerate", "stable_baselines3", "sb3_contrib")
+
+
+def layer_of(module: str) -> int | None:
+    for prefix, rank in LAYERS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            return rank
+    return None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+            names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_only_go_downward(path):
+    own = layer_of(module_name(path))
+    assert own is not None, f"{module_name(path)} belongs to no layer: add it to LAYERS"
+    upward = [m for m in imports_of(path) if (layer_of(m) or 0) > own]
+    assert not upward, f"{module_name(path)} (layer {own}) imports upward: {upward}"
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if module_name(p).startswith("lmgym.envs")],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_envs_import_no_neural_packages(path):
+    neural = [m for m in imports_of(path) if m.split(".")[0] in NEURAL]
+    assert not neural, f"{module_name(path)} imports {neural}; lmgym.envs must work without torch"
+
+
+def test_the_walker_catches_an_upward_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from lmgym.training import ppo\n")
+    assert "lmgym.training" in imports_of(bad)
+    assert layer_of("lmgym.training.ppo") > layer_of("lmgym.envs.core")
