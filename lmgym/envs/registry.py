@@ -28,6 +28,9 @@ class EnvEntry:
     requires_data: str | None = None
     #: Import names of optional packages the env needs (checked by tests and `lmgym list`).
     requires_modules: tuple[str, ...] = ()
+    #: Share of seeded episodes the env's own expert must win (the test matrix checks it);
+    #: below 1.0 only where the env says why (e.g. WebShop's search can miss the product).
+    expert_min_success: float = 1.0
 
 
 ENVS: dict[str, EnvEntry] = {}
