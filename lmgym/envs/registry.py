@@ -60,5 +60,56 @@ def _register_all() -> None:
         max_episode_steps=60, kwargs={"size": 3, "num_distractors": 3},
     ))
 
+    # --- WebShop: search, browse and buy on the official 1,000-product catalogue ----------
+    # 15 steps: the ReAct paper's WebShop budget (ysymyth/ReAct WebShop.ipynb, webshop_run).
+    # The expert can miss where BM25 does not surface the product (lmgym/envs/webshop/expert.py).
+    register_env(EnvEntry(
+        "lmgym/WebShop-v0", "lmgym.envs.webshop.env:WebShopEnv",
+        "Search a 1,000-product shop and buy what an instruction asks (WebShop, test split)",
+        max_episode_steps=15, requires_data="webshop",
+        requires_modules=("bm25s", "Stemmer", "rapidfuzz", "spacy"), expert_min_success=0.8,
+    ))
+    # WebShop over a procedural catalogue in the official layout (num_products up to 100,000;
+    # no data needed). Same pages, search, goals, reward and expert as WebShop-v0.
+    register_env(EnvEntry(
+        "lmgym/WebShop-Gen-v0", "lmgym.envs.webshop.gen:WebShopGenEnv",
+        "WebShop over a generated catalogue (procedural, 1,000 products by default, up to 100,000)",
+        max_episode_steps=15, requires_modules=("bm25s", "Stemmer", "rapidfuzz", "spacy"),
+    ))
+
+    # --- HotPotQA search: ReAct's search[]/lookup[]/finish[] over real paragraphs, offline ---
+    # 7 steps: ReAct's HotPotQA evaluation loop (ysymyth/ReAct hotpotqa.ipynb, range(1, 8)).
+    search_modules = ("bm25s", "Stemmer", "rapidfuzz")
+    register_env(EnvEntry(
+        "lmgym/HotPotQA-v0", "lmgym.envs.hotpotqa.env:HotPotQAEnv",
+        "Answer a real HotPotQA question by searching its 10 paragraphs (distractor setting)",
+        max_episode_steps=7, requires_data="hotpotqa", requires_modules=search_modules,
+    ))
+    register_env(EnvEntry(
+        "lmgym/HotPotQA-AllPages-v0", "lmgym.envs.hotpotqa.env:HotPotQAEnv",
+        "HotPotQA search over every paragraph of the 588 questions (about 5,800 pages)",
+        max_episode_steps=7, kwargs={"corpus": "all"}, requires_data="hotpotqa", requires_modules=search_modules,
+    ))
+    for variant, difficulty in (("", "medium"), ("-Easy", "easy"), ("-Hard", "hard")):
+        register_env(EnvEntry(
+            f"lmgym/HotPotQA-Gen{variant}-v0", "lmgym.envs.hotpotqa.gen:HotPotQAGenEnv",
+            f"HotPotQA search over a generated encyclopedia ({difficulty}: procedural, unlimited)",
+            max_episode_steps=7, kwargs={"difficulty": difficulty}, requires_modules=search_modules,
+        ))
+    # --- PromptEdit-JSON: edit a frozen generator's prompt (issue 7, lmgym/envs/promptedit) ---
+    for variant, folder in (("MultiWOZ", "multiwoz"), ("SelfInstruct", "self_instruct"),
+                            ("SuperNI", "super_natural_instructions"), ("TruthfulQA", "truthfulqa")):
+        register_env(EnvEntry(
+            f"lmgym/PromptEdit-{variant}-v0", "lmgym.envs.promptedit.env:PromptEditEnv",
+            f"Edit a frozen generator's prompt until it writes valid, diverse {variant} JSON records",
+            max_episode_steps=8, kwargs={"task": variant}, requires_data=folder,
+        ))
+    # --- ALFWorld: the official household text games on a native engine (issue 3) --------
+    register_env(EnvEntry(
+        "lmgym/ALFWorld-v0", "lmgym.envs.alfworld.env:ALFWorldEnv",
+        "ALFWorld household tasks (official json_2.1.1 games; native engine identical to TextWorld's)",
+        max_episode_steps=50, requires_data="alfworld",
+    ))
+
 
 _register_all()

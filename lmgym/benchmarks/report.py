@@ -1,0 +1,164 @@
+"""Summaries, tables and plots of a benchmark's episode rows.
+
+Per env x agent: success rate with its Wilson 95% interval, mean return, mean score (where the
+env reports ``info["score"]``), mean steps, invalid-action rate (invalid actions / steps),
+tokens and seconds per episode, and the number of episodes that raised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from lmgym.benchmarks.spec import BenchmarkSpec
+from lmgym.io import atomic_write_json, atomic_write_text
+
+LOAD_NOTE = ("Seconds are wall time on the machine that ran the benchmark; on a shared machine "
+             "compare them only within one run.")
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (Wilson 1927, JASA 22:209).
+
+    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; unlike the normal approximation
+    it stays inside [0, 1] and is informative at 0 or n successes. ``(0, 1)`` when n = 0.
+    """
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def summarize(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary dict written to ``summary.json`` (cells in spec order)."""
+    by_cell: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for row in rows:
+        by_cell[row["env"], row["agent"]].append(row)
+    cells = []
+    for env in spec.envs:
+        for agent in (a for a in spec.agents if spec.plays(env, a)):
+            group = sorted(by_cell.get((env.name, agent.name), []), key=lambda r: r["episode"])
+            n = len(group)
+            wins = sum(bool(r["won"]) for r in group)
+            low, high = wilson_interval(wins, n)
+            steps = sum(r["steps"] for r in group)
+            scores = [r["score"] for r in group if r.get("score") is not None]
+            cells.append({
+                "env": env.name, "agent": agent.name, "episodes": n,
+                "expected_episodes": spec.episodes_in(env), "wins": wins,
+                "success_rate": wins / n if n else None, "success_ci95": [low, high],
+                "mean_return": _mean([r["return"] for r in group]),
+                "mean_score": _mean(scores),
+                "mean_steps": steps / n if n else None,
+                "invalid_action_rate": sum(r["invalid_actions"] for r in group) / steps if steps else None,
+                "tokens_per_episode": _mean([r["prompt_tokens"] + r["completion_tokens"] for r in group]),
+                "seconds_per_episode": _mean([r["seconds"] for r in group]),
+                "errors": sum(r.get("error") is not None for r in group),
+                "first_error": next((r["error"].splitlines()[0] for r in group if r.get("error")), None),
+            })
+    return {"spec_id": spec.id, "cells": cells, "notes": list(spec.notes), "load_note": LOAD_NOTE}
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    lines = [f"## Benchmark `{summary['spec_id']}`", "",
+             "| env | agent | episodes | success (95% CI) | mean return | score | mean steps | "
+             "invalid-action rate | s/episode | errors |",
+             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for c in summary["cells"]:
+        success = "-" if c["success_rate"] is None else (
+            f"{c['success_rate']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}]")
+        episodes = f"{c['episodes']}" + ("" if c["episodes"] == c["expected_episodes"] else f"/{c['expected_episodes']}")
+        lines.append(f"| {c['env']} | {c['agent']} | {episodes} | {success} | {_fmt(c['mean_return'])} | "
+                     f"{_fmt(c['mean_score'])} | {_fmt(c['mean_steps'], 1)} | {_fmt(c['invalid_action_rate'])} | "
+                     f"{_fmt(c['seconds_per_episode'], 3)} | {c['errors']} |")
+    errors = [c for c in summary["cells"] if c["first_error"]]
+    if errors:
+        lines += ["", "Errors (first per cell):"] + [f"- {c['env']} / {c['agent']}: `{c['first_error']}`" for c in errors]
+    if summary["notes"]:
+        lines += ["", "Left out:"] + [f"- {note}" for note in summary["notes"]]
+    lines += ["", f"_{summary['load_note']}_", ""]
+    return "\n".join(lines)
+
+
+def plot_success(summary: dict[str, Any], path: Path) -> None:
+    """Grouped bars: success rate by agent within each env, with Wilson 95% error bars."""
+    plt = _pyplot()
+    envs = list(dict.fromkeys(c["env"] for c in summary["cells"]))
+    agents = list(dict.fromkeys(c["agent"] for c in summary["cells"]))
+    width = 0.8 / max(len(agents), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(envs)), 4))
+    for i, agent in enumerate(agents):
+        cells = {c["env"]: c for c in summary["cells"] if c["agent"] == agent}
+        xs = [x + i * width for x, e in enumerate(envs) if e in cells]
+        rates = [cells[e]["success_rate"] or 0.0 for e in envs if e in cells]
+        lows = [cells[e]["success_ci95"][0] for e in envs if e in cells]
+        highs = [cells[e]["success_ci95"][1] for e in envs if e in cells]
+        errors = [[r - lo for r, lo in zip(rates, lows)], [hi - r for r, hi in zip(rates, highs)]]
+        ax.bar(xs, rates, width, yerr=errors, capsize=3, label=agent)
+    ax.set_xticks([x + width * (len(agents) - 1) / 2 for x in range(len(envs))])
+    ax.set_xticklabels([e.removeprefix("lmgym/") for e in envs], rotation=30, ha="right", fontsize=8)
+    ax.set(ylabel="success rate (95% CI)", ylim=(0, 1.05), title=f"Success by agent: {summary['spec_id']}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_returns(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> None:
+    """Return of each episode (markers) and its running mean (line), one panel per env."""
+    plt = _pyplot()
+    envs = list(dict.fromkeys(c["env"] for c in summary["cells"]))
+    agents = list(dict.fromkeys(c["agent"] for c in summary["cells"]))
+    columns = min(3, len(envs))
+    rows_of_panels = math.ceil(len(envs) / columns)
+    fig, axes = plt.subplots(rows_of_panels, columns, figsize=(4.5 * columns, 3 * rows_of_panels), squeeze=False)
+    for ax, env in zip(axes.flat, envs):
+        for agent in agents:
+            group = sorted((r for r in rows if r["env"] == env and r["agent"] == agent), key=lambda r: r["episode"])
+            if not group:
+                continue
+            returns = [r["return"] for r in group]
+            running = [sum(returns[: i + 1]) / (i + 1) for i in range(len(returns))]
+            line, = ax.plot([r["episode"] for r in group], running, label=agent)
+            ax.scatter([r["episode"] for r in group], returns, s=6, alpha=0.4, color=line.get_color())
+        ax.set_title(env.removeprefix("lmgym/"), fontsize=9)
+        ax.set(xlabel="episode", ylabel="return (running mean)")
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(envs):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_report(out: Path, spec: BenchmarkSpec, rows: list[dict[str, Any]], plots: bool = True) -> dict[str, Any]:
+    """Write summary.json, summary.md and (unless `plots` is False) success.png, returns.png."""
+    summary = summarize(spec, rows)
+    atomic_write_json(out / "summary.json", summary)
+    atomic_write_text(out / "summary.md", summary_markdown(summary))
+    if plots and rows:
+        plot_success(summary, out / "success.png")
+        plot_returns(summary, rows, out / "returns.png")
+    return summary

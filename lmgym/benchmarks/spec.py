@@ -1,0 +1,154 @@
+"""A benchmark spec: which envs, which agents, how many episodes, from which seed.
+
+Episode ``k`` of every agent in every env uses seed ``base_seed + k``, so agents are compared
+on the same tasks (paired). With ``sweep=True`` an env's episode ``k`` also passes
+``options={"task_index": k}``, so a finite split (ALFWorld valid_seen, HotPotQA dev) is played
+exactly once in its own order.
+
+A spec is plain data: it round-trips through a dict, JSON, YAML and TOML::
+
+    id: my-bench
+    episodes: 20
+    base_seed: 0
+    max_steps: 50            # optional: overrides each env's registered time limit
+    envs:
+      - id: lmgym/KeyDoor-v0
+      - {id: lmgym/KeyDoor-v0, kwargs: {size: 3}, label: keydoor-3x3}
+    agents:
+      - random
+      - {name: trained, kind: ppo, kwargs: {path: runs/ppo/model.zip}}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    #: Play task k in episode k (finite task lists only).
+    sweep: bool = False
+    #: Name in tables; the id plus its kwargs when empty.
+    label: str = ""
+    #: Episodes in this env (the spec's `episodes` when None), e.g. a split's task count.
+    episodes: int | None = None
+    #: Names of the spec's agents that play this env (all when empty), e.g. no expert where
+    #: the env gives no expert_action.
+    agents: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "agents", tuple(self.agents))  # YAML/JSON give lists
+
+    @property
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        if not self.kwargs:
+            return self.id
+        return f"{self.id}({', '.join(f'{k}={v}' for k, v in sorted(self.kwargs.items()))})"
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    #: Name in tables and rows.
+    name: str
+    #: A registered agent name or "module:Class" (see `lmgym.agents.registry`); `name` if empty.
+    kind: str = ""
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def target(self) -> str:
+        return self.kind or self.name
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    id: str
+    envs: tuple[EnvSpec, ...]
+    agents: tuple[AgentSpec, ...]
+    episodes: int
+    base_seed: int = 0
+    #: Per-episode step limit overriding the registered one (None keeps the registry's).
+    max_steps: int | None = None
+    #: Why registered envs were left out (missing data or modules); shown in the summary.
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.episodes < 1:
+            raise ValueError(f"episodes must be >= 1, got {self.episodes}")
+        for kind, names in (("env", [e.name for e in self.envs]), ("agent", [a.name for a in self.agents])):
+            if len(set(names)) != len(names):
+                raise ValueError(f"duplicate {kind} names in spec {self.id!r}: {names}")
+        agent_names = {a.name for a in self.agents}
+        for env in self.envs:
+            unknown = set(env.agents) - agent_names
+            if unknown:
+                raise ValueError(f"env {env.name!r} names agents {sorted(unknown)} not in the spec")
+
+    def seed(self, episode: int) -> int:
+        return self.base_seed + episode
+
+    def episodes_in(self, env: EnvSpec) -> int:
+        return self.episodes if env.episodes is None else env.episodes
+
+    def plays(self, env: EnvSpec, agent: AgentSpec) -> bool:
+        return not env.agents or agent.name in env.agents
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BenchmarkSpec":
+        unknown = set(data) - {"id", "envs", "agents", "episodes", "base_seed", "max_steps", "notes"}
+        if unknown:
+            raise ValueError(f"unknown spec keys {sorted(unknown)}")
+        envs = tuple(EnvSpec(id=e) if isinstance(e, str) else EnvSpec(**e) for e in data["envs"])
+        agents = tuple(AgentSpec(name=a) if isinstance(a, str) else AgentSpec(**a) for a in data["agents"])
+        return cls(id=str(data.get("id", "bench")), envs=envs, agents=agents, episodes=int(data["episodes"]),
+                   base_seed=int(data.get("base_seed", 0)), max_steps=data.get("max_steps"),
+                   notes=tuple(data.get("notes", ())))
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+def load_spec(path: str | Path) -> BenchmarkSpec:
+    """Read a spec from a ``.yaml``/``.yml``, ``.toml`` or ``.json`` file."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        data = yaml.safe_load(text)
+    elif path.suffix == ".toml":
+        import tomllib
+
+        data = tomllib.loads(text)
+    elif path.suffix == ".json":
+        data = json.loads(text)
+    else:
+        raise ValueError(f"spec file must end in .yaml, .yml, .toml or .json: {path}")
+    return BenchmarkSpec.from_dict(data)
+
+
+_CALL = re.compile(r"^(?P<name>[^()]+?)\s*(\((?P<args>.*)\))?$", re.S)
+
+
+def parse_call(text: str) -> tuple[str, dict[str, Any]]:
+    """``"ppo(path=runs/x/model.zip, deterministic=true)"`` -> ``("ppo", {...})``.
+
+    Values are read as YAML scalars (``3`` -> int, ``true`` -> bool, ``[a, b]`` -> list), so
+    the command line can give kwargs without JSON quoting. Commas inside brackets are kept.
+    """
+    match = _CALL.match(text.strip())
+    if not match:
+        raise ValueError(f"cannot parse {text!r}; expected NAME or NAME(key=value, ...)")
+    args = (match.group("args") or "").strip()
+    kwargs = yaml.safe_load("{" + re.sub(r"(\w+)\s*=\s*", r"\1: ", args) + "}") if args else {}
+    return match.group("name").strip(), kwargs

@@ -1,0 +1,158 @@
+"""Built-in suites, built from the env registry so they never go stale.
+
+* ``smoke``: KeyDoor ids with random and expert, a few episodes (seconds; the tests use it).
+* ``default``: one or two representative ids per family (the family's first id and its first
+  procedural ``-Gen`` variant), random everywhere and expert where the env gives
+  ``info["expert_action"]``; what ``make bench`` runs.
+* ``full``: every data-backed id swept over its whole evaluation split, one episode per task
+  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev).
+
+Ids whose ``requires_data`` folder is missing under ``LMGYM_DATA``, whose ``requires_modules``
+are not importable, or that fail to start, are left out with a note in the summary.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+from lmgym.data import data_root
+from lmgym.envs.registry import ENVS, EnvEntry
+
+SUITES = ("smoke", "default", "full")
+SMOKE_EPISODES = 3
+DEFAULT_EPISODES = 10
+#: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
+EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
+
+
+def family(env_id: str) -> str:
+    """``"lmgym/HotPotQA-Gen-Easy-v0"`` -> ``"HotPotQA"``."""
+    return env_id.split("/", 1)[-1].rsplit("-v", 1)[0].split("-", 1)[0]
+
+
+def missing_requirement(entry: EnvEntry) -> str | None:
+    """Why `entry` cannot run here (missing data folder or module), or None."""
+    if entry.requires_data:
+        root = data_root()
+        if root is None:
+            return f"{entry.id}: needs LMGYM_DATA/{entry.requires_data} (LMGYM_DATA is unset)"
+        if not (root / entry.requires_data).is_dir():
+            return f"{entry.id}: needs {root / entry.requires_data} (missing)"
+    missing = [m for m in entry.requires_modules if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"{entry.id}: needs modules {', '.join(missing)} (not installed)"
+    return None
+
+
+@dataclass(frozen=True)
+class Probe:
+    note: str | None  # why the env cannot be used, None when it can
+    has_expert: bool = False
+    num_tasks: int | None = None
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(env_id: str, kwargs_items: tuple[tuple[str, Any], ...]) -> Probe:
+    try:
+        env = gym.make(env_id, **dict(kwargs_items))
+        try:
+            _, info = env.reset(seed=0)
+            return Probe(None, "expert_action" in info, getattr(env.unwrapped, "num_tasks", None))
+        finally:
+            env.close()
+    except Exception as error:  # an env that cannot start is reported, not fatal to the suite
+        return Probe(f"{env_id}: failed to start ({type(error).__name__}: {str(error).splitlines()[0][:160]})")
+
+
+def probe(env_id: str, kwargs: dict[str, Any] | None = None) -> Probe:
+    """Make and reset the env once: can it run, does it give expert actions, how many tasks."""
+    return _probe(env_id, tuple(sorted((kwargs or {}).items())))
+
+
+AGENTS = (AgentSpec("random"), AgentSpec("expert"))
+
+
+def _env(env_id: str, found: Probe, **fields: Any) -> EnvSpec:
+    """An env entry; the expert plays only where the env gives ``info["expert_action"]``."""
+    return EnvSpec(env_id, agents=() if found.has_expert else ("random",), **fields)
+
+
+def representative_ids() -> list[str]:
+    """Per family in registration order: its first id and its first ``-Gen`` id."""
+    chosen: dict[str, list[str]] = {}
+    for env_id in ENVS:
+        ids = chosen.setdefault(family(env_id), [])
+        is_gen = "-Gen" in env_id
+        if not ids or (is_gen and not any("-Gen" in i for i in ids)):
+            ids.append(env_id)
+    return [i for ids in chosen.values() for i in ids]
+
+
+def _usable(env_ids: list[str], notes: list[str]) -> list[tuple[str, Probe]]:
+    usable = []
+    for env_id in env_ids:
+        reason = missing_requirement(ENVS[env_id]) or probe(env_id).note
+        if reason:
+            notes.append(reason)
+        else:
+            usable.append((env_id, probe(env_id)))
+    return usable
+
+
+def smoke_suite() -> BenchmarkSpec:
+    envs = tuple(EnvSpec(i) for i in ENVS if family(i) == "KeyDoor")
+    return BenchmarkSpec("smoke", envs, AGENTS, episodes=SMOKE_EPISODES)
+
+
+def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
+    notes: list[str] = []
+    envs = tuple(_env(env_id, found) for env_id, found in _usable(representative_ids(), notes))
+    return BenchmarkSpec("default", envs, AGENTS, episodes=episodes, notes=tuple(notes))
+
+
+def _split_variants(env_id: str) -> list[dict[str, Any]]:
+    """Kwargs selecting each evaluation split of `env_id` (``[{}]`` when it has no ``split``)."""
+    splits = EVAL_SPLITS.get(family(env_id))
+    entry_point = gym.spec(env_id).entry_point
+    if not splits or not isinstance(entry_point, str):
+        return [{}]
+    module_name, _, class_name = entry_point.partition(":")
+    module = importlib.import_module(module_name)
+    if "split" not in inspect.signature(getattr(module, class_name)).parameters:
+        return [{}]
+    return [{"split": split} for split in splits]
+
+
+def full_suite() -> BenchmarkSpec:
+    notes: list[str] = []
+    envs = []
+    for env_id, entry in ENVS.items():
+        if not entry.requires_data or "-Gen" in env_id:
+            continue
+        reason = missing_requirement(entry)
+        if reason:
+            notes.append(reason)
+            continue
+        for kwargs in _split_variants(env_id):
+            found = probe(env_id, kwargs)
+            if found.note:
+                notes.append(found.note)
+            elif not found.num_tasks:
+                notes.append(f"{env_id}: no finite task list to sweep")
+            else:
+                envs.append(_env(env_id, found, kwargs=kwargs, sweep=True, episodes=found.num_tasks))
+    return BenchmarkSpec("full", tuple(envs), AGENTS, episodes=1, notes=tuple(notes))
+
+
+def build_suite(name: str) -> BenchmarkSpec:
+    builders = {"smoke": smoke_suite, "default": default_suite, "full": full_suite}
+    if name not in builders:
+        raise KeyError(f"unknown suite {name!r}; built-in suites: {', '.join(SUITES)}")
+    return builders[name]()

@@ -1,0 +1,101 @@
+"""The official ALFWorld engine behind the native engine's interface (optional extra).
+
+It is what ALFWorld's own ``AlfredTWEnv.init_env`` builds (alfworld 0.4.2,
+``alfworld/agents/environment/alfred_tw_env.py``): TextWorld's ``PddlEnv`` wrapped by
+``AlfredDemangler(shuffle=False)`` (evaluation splits never shuffle names) and ``AlfredInfos``,
+with ``EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])``. TextWorld's gym
+batching layer is left out: it only forwards these states. Install with
+``pip install lmgym[textworld]`` (textworld[pddl]==1.7.0, alfworld==0.4.2).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Mapping
+
+from lmgym.envs.alfworld.engine import EngineStep
+
+REQUIRED_MODULES = ("textworld", "alfworld")
+
+
+def _import_official():
+    missing = [m for m in REQUIRED_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(
+            f"engine='textworld' needs {', '.join(missing)}: pip install 'lmgym[textworld]' "
+            "(textworld[pddl]==1.7.0 and alfworld==0.4.2), or use engine='native'"
+        )
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredInfos
+    from textworld.envs.pddl import PddlEnv
+
+    return textworld, PddlEnv, AlfredDemangler, AlfredInfos
+
+
+class TextWorldEngine:
+    """The official engine; `reset` and `step` return the same `EngineStep` as `NativeEngine`."""
+
+    def __init__(self, game_data: Mapping[str, Any], game_file: str | None = None):
+        textworld, PddlEnv, AlfredDemangler, AlfredInfos = _import_official()
+        infos = textworld.EnvInfos(won=True, admissible_commands=True, extras=["gamefile"])
+        self._env = AlfredInfos(AlfredDemangler(shuffle=False)(PddlEnv(infos)))
+        # PddlEnv.load takes a path or the parsed dict; AlfredInfos records the argument.
+        self._env.load(game_file if game_file is not None else dict(game_data))
+        self._admissible: list[str] = []
+
+    def reset(self) -> EngineStep:
+        return self._report(self._env.reset(), valid=True)
+
+    def step(self, command: str) -> EngineStep:
+        # PddlEnv.step matches command.strip() against the previous state's commands.
+        valid = command.strip() in self._admissible
+        state, _score, _done = self._env.step(command)
+        return self._report(state, valid)
+
+    def _report(self, state, valid: bool) -> EngineStep:
+        self._admissible = list(state["admissible_commands"])
+        return EngineStep(state.feedback, self._admissible, bool(state["won"]), valid)
+
+    def __getstate__(self):
+        raise TypeError("the official engine holds a native Fast Downward handle; rebuild it instead of pickling")
+
+
+def memoize_official_engine() -> None:
+    """Make the official engine several times faster without changing what it outputs.
+
+    Measured (docs/notes/alfworld.md): a step spends most of its time re-parsing the same
+    grammar snippets with TatSu and a load/reset translating the same PDDL with Fast Downward
+    twice. All three are pure functions of their text, so this memoizes them, process-wide:
+
+    * ``textworld.envs.pddl.textgen._parse_and_convert`` (returns a deep copy, since
+      ``derive`` mutates the parsed symbols);
+    * ``textworld.logic.Rule.parse_conjunctive_query`` (the rule is only read);
+    * ``fast_downward.pddl2sas``; the ``optimize=True`` translation feeds only
+      ``PddlState.replan`` (``policy_commands`` and the walkthrough extra), which ALFWorld's
+      text env never requests, so it is answered with the plain translation.
+
+    The differential tests use it to fit 274 games in CI; a test checks that the memoized and
+    the untouched engine give identical transcripts. Benchmarks use the untouched engine.
+    """
+    _import_official()
+    import copy
+    import functools
+
+    import fast_downward
+    import textworld.logic
+    from textworld.envs.pddl import textgen
+
+    if getattr(fast_downward, "_lmgym_memoized", False):
+        return
+    parse = textgen._parse_and_convert
+    parsed = functools.lru_cache(maxsize=None)(lambda text, rule_name: parse(text, rule_name=rule_name))
+    textgen._parse_and_convert = lambda text, rule_name, **kw: copy.deepcopy(parsed(text, rule_name))
+
+    query = textworld.logic.Rule.parse_conjunctive_query.__func__
+    textworld.logic.Rule.parse_conjunctive_query = classmethod(
+        functools.lru_cache(maxsize=None)(lambda cls, expr: query(cls, expr)))
+
+    translate = fast_downward.pddl2sas
+    translated = functools.lru_cache(maxsize=64)(lambda domain, problem: translate(domain, problem))
+    fast_downward.pddl2sas = lambda domain, problem, verbose=False, optimize=False: translated(domain, problem)
+    fast_downward._lmgym_memoized = True

@@ -1,0 +1,128 @@
+"""The frozen generator the prompt is written for: its interface, how it is resolved, a test stand-in.
+
+Interface (all the env needs): an object with
+
+    generate(prompts: list[str], n: int, seed: int) -> list[str]
+
+returning ``len(prompts) * n`` raw texts, prompt-major (the n samples of prompt 0 first), a
+pure function of its arguments. Any masked-diffusion or autoregressive model wrapped this way
+works; the env never imports torch itself: it resolves a ``"module:attribute"`` entry point at
+construction (as Gymnasium does for env entry points) and calls it with ``generator_kwargs``.
+
+`PromptFollowingGeneratorForTests` is **a seeded stand-in written for tests**, not a language
+model: it recombines train references and follows a few prompt cues by fixed rules, so the
+env's dynamics can be tested (and baselines compared) before and beside the real generator.
+`training_pairs` gives (prompt, record) pairs of varied specificity for training a real one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from lmgym.envs.promptedit.edits import (
+    FORMAT_SENTENCE,
+    NOVELTY_SENTENCE,
+    apply_edit,
+    field_hint,
+    variety_request,
+)
+from lmgym.envs.promptedit.tasks import SchemaTask, load_task
+
+
+class Generator(Protocol):
+    def generate(self, prompts: list[str], n: int, seed: int) -> list[str]: ...
+
+
+def resolve(entry_point: str | Callable[..., Any], kwargs: dict[str, Any] | None = None) -> Any:
+    """Build the object `entry_point` names (``"package.module:attribute"``, or a callable)."""
+    if callable(entry_point):
+        return entry_point(**(kwargs or {}))
+    module_name, _, attribute = entry_point.partition(":")
+    if not attribute:
+        raise ValueError(f"entry point must look like 'package.module:attribute', got {entry_point!r}")
+    factory = getattr(importlib.import_module(module_name), attribute)
+    return factory(**(kwargs or {}))
+
+
+class PromptFollowingGeneratorForTests:
+    """Seeded test generator: recombines train records, obeying prompt cues by fixed rules.
+
+    Not a language model; a stand-in with the `Generator` interface so the env, the judge and
+    the baselines can be exercised. For each record it starts from a random train reference and
+
+    * keeps each field with probability 0.97 if the prompt holds that field's hint (or an
+      example record), else 0.6 (a dropped field fails the schema);
+    * draws a field's value from any train record if the prompt asks for variety in it, else
+      from two fixed "favourite" records (repetition, low diversity);
+    * when the prompt asks for novelty, swaps the halves of string values between two records
+      (new n-grams, but answers may stop agreeing with each other: semantic failures);
+    * writes bare JSON if the prompt tightens the format, else adds chatty prose around it with
+      probability 0.4 (unparseable);
+    * copies an example in the prompt verbatim with probability 0.3.
+    """
+
+    def __init__(self, task: str | SchemaTask):
+        self.task = load_task(task) if isinstance(task, str) else task
+
+    def generate(self, prompts: list[str], n: int, seed: int) -> list[str]:
+        rng = np.random.default_rng(seed)
+        return [self._record(prompt, rng) for prompt in prompts for _ in range(n)]
+
+    def _record(self, prompt: str, rng: np.random.Generator) -> str:
+        task, train = self.task, self.task.train
+        examples: list[dict] = []  # the example records quoted in the prompt
+        for sentence in prompt.split("Example: ")[1:]:
+            try:
+                examples.append(json.loads(sentence[: sentence.rindex("}") + 1]))
+            except ValueError:
+                continue
+        if examples and rng.random() < 0.3:
+            record = examples[int(rng.integers(len(examples)))]
+        else:
+            base = train[int(rng.integers(len(train)))]
+            record = {}
+            for name in task.fields:
+                keep = 0.97 if (field_hint(task, name) in prompt or examples) else 0.6
+                if rng.random() >= keep:
+                    continue
+                donor = train[int(rng.integers(len(train)))] if variety_request(name) in prompt else train[int(rng.integers(2))]
+                value = (base if variety_request(name) in prompt and rng.random() < 0.5 else donor)[name]
+                if NOVELTY_SENTENCE in prompt and isinstance(value, str):
+                    other = train[int(rng.integers(len(train)))][name]
+                    value = _splice(value, other) if isinstance(other, str) else value
+                record[name] = value
+        text = json.dumps(record, ensure_ascii=False)
+        if FORMAT_SENTENCE not in prompt and rng.random() < 0.4:
+            text = f"Sure! Here is a record:\n{text}\nI hope this helps."
+        return text
+
+
+def _splice(first: str, second: str) -> str:
+    """First half of `first`'s words, second half of `second`'s."""
+    a, b = first.split(), second.split()
+    return " ".join(a[: len(a) // 2] + b[len(b) // 2:]) or first
+
+
+def training_pairs(task: SchemaTask, seed: int = 0, per_record: int = 1) -> list[tuple[str, str]]:
+    """(prompt, record JSON) pairs for training a generator on the train references.
+
+    Prompts vary in specificity: the task's starting prompt followed by a seeded random subset
+    of the edit library's appends (field hints, variety and novelty requests, the format
+    sentence). Examples are left out so the generator learns records, not copying.
+    """
+    rng = np.random.default_rng(seed)
+    appends = [field_hint(task, f) for f in task.fields] + [variety_request(f) for f in task.fields]
+    appends += [FORMAT_SENTENCE, NOVELTY_SENTENCE]
+    pairs = []
+    for record in task.train:
+        for _ in range(per_record):
+            prompt = task.initial_prompt
+            for k in sorted(rng.permutation(len(appends))[: int(rng.integers(len(appends) + 1))]):
+                prompt = apply_edit(prompt, f"append: {appends[k]}").prompt
+            pairs.append((prompt, json.dumps(record, ensure_ascii=False)))
+    return pairs
+

@@ -1,0 +1,91 @@
+"""Checkpoints: one folder a Hugging Face loader can open, plus what resuming training needs.
+
+Layout (``save_checkpoint``)::
+
+    folder/
+      config.json, model.safetensors      the model (save_pretrained, safetensors)
+      tokenizer.json, tokenizer_config.json ...
+      lmgym.json                          kind ("ar" or "mdlm"), mask id, step, train config,
+                                          base model folder when the weights are a LoRA adapter
+      adapter_config.json, adapter_model.safetensors   (LoRA runs, instead of model.safetensors)
+      optimizer.pt                        optimizer state (only when resuming is wanted)
+
+The folder is written beside its final place and renamed over it, so a crash mid-save leaves
+the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from lmgym.io import atomic_write_json
+from lmgym.policies.models import load_local_model, resize_for_tokenizer
+from lmgym.policies.tokenizer import load_tokenizer
+
+META_FILE = "lmgym.json"
+OPTIMIZER_FILE = "optimizer.pt"
+
+
+def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                    meta: dict[str, Any], optimizer: torch.optim.Optimizer | None = None) -> Path:
+    """Write model (or LoRA adapter), tokenizer, ``meta`` and optionally the optimizer, atomically."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        atomic_write_json(tmp / META_FILE, meta)
+        if optimizer is not None:
+            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+        old = folder.with_name(f".{folder.name}.old")
+        if folder.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(folder, old)
+        os.rename(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def read_meta(folder: str | os.PathLike) -> dict[str, Any]:
+    path = Path(folder) / META_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None,
+                    trainable: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """Model, tokenizer and meta from a checkpoint folder (or any local HF model folder).
+
+    A LoRA checkpoint loads its base model (``meta["base_model"]``) and the adapter on top;
+    ``trainable=True`` keeps the adapter trainable (for resuming), else the model is in eval mode.
+    """
+    folder = Path(folder)
+    meta = read_meta(folder)
+    tokenizer = load_tokenizer(folder)
+    if (folder / "adapter_config.json").exists():
+        from peft import PeftModel
+
+        base = load_local_model(meta["base_model"], device=device, dtype=dtype, bidirectional=meta.get("kind") == "mdlm")
+        resize_for_tokenizer(base, tokenizer)  # the [MASK] row the adapter was trained with
+        model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
+    else:
+        model = load_local_model(folder, device=device, dtype=dtype)
+    if trainable:
+        model.train()
+    else:
+        model.eval()
+    return model, tokenizer, meta
+
+
+def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> None:
+    optimizer.load_state_dict(torch.load(Path(folder) / OPTIMIZER_FILE, weights_only=True))

@@ -1,0 +1,111 @@
+"""Tokenizers: a byte-level BPE trained on the suite's own text, or a pretrained model's.
+
+A tokenizer trained here is a `transformers.PreTrainedTokenizerFast`, saved with
+``save_pretrained`` and loaded back with `load_tokenizer` (or ``AutoTokenizer``), so the same
+code path serves it and a pretrained model's folder. It carries the special tokens both model
+kinds need:
+
+=============  =================================================================
+``<|pad|>``    right padding in training batches (never attended, never scored)
+``<|bos|>``    start of every sequence
+``<|eos|>``    end of an answer; masked-diffusion answers are padded with it (LLaDA SFT)
+``<|sep|>``    between the prompt and the answer
+``<|mask|>``   the masked-diffusion ``[MASK]`` token
+=============  =================================================================
+
+Byte-level BPE (the GPT-2 / RoBERTa scheme) never meets an unknown character, so any
+observation or JSON record round-trips exactly through ``encode`` and ``decode``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+PAD, BOS, EOS, SEP, MASK = "<|pad|>", "<|bos|>", "<|eos|>", "<|sep|>", "<|mask|>"
+SPECIAL_TOKENS = [PAD, BOS, EOS, SEP, MASK]
+
+
+def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 1024, min_frequency: int = 2) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE on ``texts``; special tokens take ids 0-4 in `SPECIAL_TOKENS` order.
+
+    The result is deterministic for the same texts in the same order (the trainer breaks
+    frequency ties by the pair's bytes).
+    """
+    bpe = Tokenizer(models.BPE())
+    # add_prefix_space=False: a prompt and its answer are concatenated as ids, not as text,
+    # so a leading space must mean a real space.
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(texts, trainer=trainer)
+    return wrap_tokenizer(bpe)
+
+
+def wrap_tokenizer(bpe: Tokenizer) -> PreTrainedTokenizerFast:
+    """A transformers fast tokenizer around a `tokenizers.Tokenizer` holding `SPECIAL_TOKENS`."""
+    return PreTrainedTokenizerFast(
+        tokenizer_object=bpe,
+        pad_token=PAD,
+        bos_token=BOS,
+        eos_token=EOS,
+        sep_token=SEP,
+        mask_token=MASK,
+    )
+
+
+def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
+    """Load a tokenizer from a local folder (ours or a pretrained model's); never downloads."""
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+
+
+def ensure_mask_token(tokenizer: PreTrainedTokenizerBase) -> int:
+    """The ``[MASK]`` id, adding `MASK` to a pretrained tokenizer that lacks one.
+
+    Used by the AR-to-diffusion adapter: the model's embedding must then be resized to
+    ``len(tokenizer)`` (`lmgym.policies.models.resize_for_tokenizer`).
+    """
+    if tokenizer.mask_token_id is None:
+        tokenizer.add_special_tokens({"mask_token": MASK})
+    return int(tokenizer.mask_token_id)
+
+
+# --- the sequence layout shared by training and sampling -------------------------------------
+# [BOS] prompt [SEP] | answer [EOS] (masked diffusion: [EOS] repeated to a fixed answer length,
+# as LLaDA's SFT pads answers, so the model learns where an answer ends).
+
+
+def prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str, max_tokens: int) -> list[int]:
+    """``[BOS] prompt [SEP]`` ids, the prompt cut to its first ``max_tokens`` tokens.
+
+    A pretrained tokenizer without BOS or SEP simply goes without them.
+    """
+    ids = tokenizer.encode(prompt, add_special_tokens=False)[:max_tokens]
+    bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
+    sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
+    return bos + ids + sep
+
+
+def answer_ids(tokenizer: PreTrainedTokenizerBase, answer: str, max_tokens: int, pad_to_max: bool) -> list[int] | None:
+    """``answer [EOS]`` ids (padded with EOS to ``max_tokens`` when ``pad_to_max``), or None when
+    the answer does not fit: a cut JSON record would teach the model to write broken ones."""
+    ids = tokenizer.encode(answer, add_special_tokens=False) + [tokenizer.eos_token_id]
+    if len(ids) > max_tokens:
+        return None
+    return ids + [tokenizer.eos_token_id] * (max_tokens - len(ids)) if pad_to_max else ids
+
+
+def decode_answer(tokenizer: PreTrainedTokenizerBase, ids: list[int]) -> str:
+    """The text before the first EOS (what a diffusion canvas or an AR continuation says)."""
+    if tokenizer.eos_token_id in ids:
+        ids = ids[: ids.index(tokenizer.eos_token_id)]
+    return tokenizer.decode(ids, skip_special_tokens=True)

@@ -1,0 +1,29 @@
+"""LoRA adapters through peft, for any model `lmgym.policies` loads (AR or masked diffusion).
+
+LoRA (Hu et al. 2021, arXiv:2106.09685) freezes W and learns W + (alpha / r) B A with rank-r
+A, B. `add_lora` wraps a model; `lmgym.training.lm` trains it with ``--lora-r R`` and
+`lmgym.policies.checkpoints` saves only the adapter, beside the base model's folder name.
+"""
+
+from __future__ import annotations
+
+from peft import LoraConfig, PeftModel, get_peft_model
+from transformers import PreTrainedModel
+
+#: The attention and MLP projections of Llama, Qwen and LLaDA-style blocks.
+LLAMA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def add_lora(model: PreTrainedModel, r: int = 8, alpha: int = 16, dropout: float = 0.0,
+             target_modules: tuple[str, ...] = LLAMA_TARGETS) -> PeftModel:
+    """Wrap ``model`` with rank-``r`` adapters; only they are trainable afterwards."""
+    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules),
+                        task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
+def trainable_parameters(model) -> tuple[int, int]:
+    """(trainable, total) parameter counts."""
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return trainable, total

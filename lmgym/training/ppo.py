@@ -1,0 +1,231 @@
+"""Train MaskablePPO on an lmgym env: ``lmgym train ppo ENV_ID --steps N``.
+
+One readable file in the CleanRL manner: a config dataclass whose field docstrings are the
+``--help`` (through tyro), then seeding, the env, the model, the callbacks, training, and an
+evaluation of the trained policy against the random agent on the same seeds.
+
+The env is the text env wrapped by `lmgym.envs.sb3_wrappers` (admissible actions as
+``Discrete(N)`` with ``action_masks()``; task, observation and action texts as token ids), the
+policy reads it through `lmgym.policies.sb3.TextFeaturesExtractor`. sb3-contrib's MaskablePPO
+gives masked actions zero probability, so the policy only ever plays admissible commands.
+
+Outputs in ``--out``: ``progress.csv`` (SB3's ``rollout/``, ``train/``, ``time/`` metrics),
+``learning_curve.csv`` (one row per finished training episode), ``learning_curve.png``,
+``checkpoints/``, ``model.zip``, ``encoder.json`` (what `lmgym.agents.ppo_agent.PPOAgent`
+needs to rebuild the observations), ``config.json`` and ``eval.json``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import torch
+import tyro
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.logger import configure
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
+
+import gymnasium as gym
+from lmgym.agents.base import Agent, RandomAgent
+from lmgym.agents.ppo_agent import ENCODER_FILE, PPOAgent
+from lmgym.agents.runner import run_episode
+from lmgym.envs.sb3_wrappers import TokenEncoder, make_sb3_env
+from lmgym.io import atomic_write_json, atomic_write_text
+from lmgym.policies.sb3 import TextFeaturesExtractor
+
+
+@dataclass
+class PPOConfig:
+    env_id: Annotated[str, tyro.conf.Positional] = "lmgym/KeyDoor-v0"
+    """registered lmgym env id (it must list info['admissible_actions'])"""
+    env_kwargs: str = "{}"
+    """JSON object of keyword arguments for gym.make, e.g. '{"task_types": ["pick_and_place_simple"]}'"""
+    max_episode_steps: int | None = None
+    """override the registered time limit (None keeps it)"""
+    steps: int = 20_000
+    """total environment steps of training"""
+    seed: int = 0
+    """seed of the policy, the envs (env i gets seed+i) and the evaluation (seeds 10_000+k)"""
+    num_envs: int = 4
+    """parallel envs (in one process: the text envs step in microseconds)"""
+    threads: int = 1
+    """torch CPU threads (small: the network is tiny and the machine is shared)"""
+
+    # observation encoding (lmgym.envs.sb3_wrappers.TokenEncoder)
+    max_actions: int = 16
+    """admissible-action slots; actions past this many are unreachable"""
+    max_tokens: int = 64
+    """token ids kept from the observation and from the task"""
+    action_tokens: int = 8
+    """token ids kept from each admissible action"""
+    vocab_size: int = 4096
+    """hashing-tokenizer buckets (embedding rows)"""
+
+    # network (lmgym.policies.sb3.TextFeaturesExtractor, then SB3's MLP heads)
+    embed_dim: int = 32
+    """token embedding width"""
+    hidden: int = 64
+    """width of the state and per-action vectors and of the policy/value MLP layer"""
+
+    # PPO (Schulman et al. 2017) as implemented by SB3; defaults tuned for KeyDoor
+    learning_rate: float = 3e-3
+    """Adam learning rate"""
+    n_steps: int = 128
+    """rollout length per env between updates"""
+    batch_size: int = 128
+    """minibatch size"""
+    n_epochs: int = 4
+    """optimisation epochs per rollout"""
+    gamma: float = 0.95
+    """discount factor (short horizon: text-game episodes end in tens of steps)"""
+    gae_lambda: float = 0.95
+    """GAE lambda"""
+    ent_coef: float = 0.0
+    """entropy bonus (0: masking plus the random start already explore KeyDoor enough)"""
+
+    # outputs
+    out: str = "runs/ppo"
+    """output folder"""
+    checkpoint_every: int = 10_000
+    """save a checkpoint every this many env steps (0: none)"""
+    eval_episodes: int = 20
+    """episodes of the final evaluation, PPO vs random on the same seeds (0: skip)"""
+    quiet: bool = False
+    """no SB3 stdout table"""
+
+
+class LearningCurveCallback(BaseCallback):
+    """Appends one row per finished training episode: timestep, return, length, won."""
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+        self.rows: list[dict] = []
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            if "episode" in info:  # set by Monitor when an episode ends
+                self.rows.append({"timestep": self.num_timesteps, "return": float(info["episode"]["r"]),
+                                  "length": int(info["episode"]["l"]), "won": bool(info["episode"].get("won", False))})
+        return True
+
+    def _on_training_end(self) -> None:
+        with open(self.path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=["timestep", "return", "length", "won"])
+            writer.writeheader()
+            writer.writerows(self.rows)
+
+
+def evaluate(env_id: str, agent: Agent, seeds: list[int], env_kwargs: dict, max_episode_steps: int | None) -> float:
+    """Success rate of `agent` on the plain text env over `seeds` (paired across agents)."""
+    make_kwargs = {} if max_episode_steps is None else {"max_episode_steps": max_episode_steps}
+    env = gym.make(env_id, **make_kwargs, **env_kwargs)
+    try:
+        return float(np.mean([run_episode(env, agent, seed=s).won for s in seeds]))
+    finally:
+        env.close()
+
+
+def plot_learning_curve(rows: list[dict], path: Path, title: str, reference: dict[str, float]) -> None:
+    """Success rate over training (moving mean of 50 episodes) with the eval rates as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    if rows:
+        won = np.array([r["won"] for r in rows], dtype=float)
+        window = min(50, len(won))
+        moving = np.convolve(won, np.ones(window) / window, mode="valid")
+        ax.plot([r["timestep"] for r in rows][window - 1:], moving, label=f"training (mean of {window} episodes)")
+    for (name, rate), style in zip(sorted(reference.items()), ("--", ":", "-.")):
+        ax.axhline(rate, linestyle=style, color="gray" if name == "random" else "black", label=f"eval: {name}")
+    ax.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def train(config: PPOConfig) -> dict:
+    """Train, save and evaluate; return the evaluation dict written to ``eval.json``."""
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    env_kwargs = json.loads(config.env_kwargs)
+    atomic_write_json(out / "config.json", asdict(config))
+
+    # ---- seeding: SB3 seeds torch/numpy/random and each env (seed + i) from `seed` ----------
+    torch.set_num_threads(config.threads)
+
+    # ---- env: text env -> admissible actions as Discrete + masks -> token ids -> Monitor -----
+    encoder_settings = {"max_tokens": config.max_tokens, "max_actions": config.max_actions,
+                        "action_tokens": config.action_tokens, "vocab_size": config.vocab_size}
+    atomic_write_json(out / ENCODER_FILE, encoder_settings)
+    encoder = TokenEncoder(**encoder_settings)
+
+    def make_env():
+        return Monitor(make_sb3_env(config.env_id, encoder, env_kwargs, config.max_episode_steps), info_keywords=("won",))
+
+    vec_env = DummyVecEnv([make_env for _ in range(config.num_envs)])
+
+    # ---- model ---------------------------------------------------------------------------
+    model = MaskablePPO(
+        "MultiInputPolicy", vec_env, learning_rate=config.learning_rate, n_steps=config.n_steps,
+        batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
+        gae_lambda=config.gae_lambda, ent_coef=config.ent_coef, seed=config.seed, device="cpu",
+        policy_kwargs={
+            "features_extractor_class": TextFeaturesExtractor,
+            "features_extractor_kwargs": {"embed_dim": config.embed_dim, "hidden": config.hidden},
+            "net_arch": {"pi": [config.hidden], "vf": [config.hidden]},
+        },
+    )
+    model.set_logger(configure(str(out), ["csv"] if config.quiet else ["csv", "stdout"]))
+
+    # ---- callbacks: learning curve, checkpoints ------------------------------------------
+    curve = LearningCurveCallback(out / "learning_curve.csv")
+    callbacks: list[BaseCallback] = [curve]
+    if config.checkpoint_every:
+        callbacks.append(CheckpointCallback(max(config.checkpoint_every // config.num_envs, 1),
+                                            str(out / "checkpoints"), name_prefix="ppo"))
+
+    # ---- training --------------------------------------------------------------------------
+    start = time.perf_counter()
+    model.learn(total_timesteps=config.steps, callback=callbacks)
+    train_seconds = time.perf_counter() - start
+    model.save(out / "model.zip")
+    vec_env.close()
+
+    # ---- evaluation: PPO vs random on the same seeds ---------------------------------------
+    result = {"env_id": config.env_id, "env_kwargs": env_kwargs, "steps": config.steps,
+              "train_seconds": round(train_seconds, 2), "training_episodes": len(curve.rows),
+              "eval_seeds": [], "success": {}}
+    if config.eval_episodes:
+        seeds = [10_000 + config.seed + k for k in range(config.eval_episodes)]
+        result["eval_seeds"] = [seeds[0], seeds[-1]]
+        for name, agent in (("ppo", PPOAgent(str(out / "model.zip"))), ("random", RandomAgent())):
+            result["success"][name] = evaluate(config.env_id, agent, seeds, env_kwargs, config.max_episode_steps)
+    atomic_write_json(out / "eval.json", result)
+    plot_learning_curve(curve.rows, out / "learning_curve.png", f"MaskablePPO on {config.env_id}", result["success"])
+    atomic_write_text(out / "README.txt", f"MaskablePPO on {config.env_id}: {json.dumps(result['success'])}\n")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    config = tyro.cli(PPOConfig, args=argv, description=__doc__.split("\n\n")[0])
+    result = train(config)
+    print(f"trained {config.steps} steps in {result['train_seconds']} s; eval success {result['success']} "
+          f"-> {config.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

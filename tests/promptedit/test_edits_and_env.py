@@ -1,0 +1,141 @@
+"""The edit grammar, the edit library, the env's dynamics and the Discrete wrapper."""
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import lmgym  # noqa: F401  registers the ids
+from lmgym.data import data_root
+from lmgym.envs.promptedit.edits import FORMAT_SENTENCE, EditLibrary, apply_edit, split_sentences
+from lmgym.envs.promptedit.env import EditLibraryActions, PromptEditEnv
+from lmgym.envs.promptedit.generators import PromptFollowingGeneratorForTests, training_pairs
+from lmgym.envs.promptedit.judge import METRIC_KEYS
+from lmgym.envs.promptedit.tasks import load_task
+
+needs_truthfulqa = pytest.mark.skipif(
+    data_root() is None or not (data_root() / "truthfulqa").exists(), reason="needs LMGYM_DATA/truthfulqa")
+
+
+def test_sentences_do_not_split_inside_json_or_quotes():
+    text = 'Write a record. Example: {"a": "x. y", "b": [1. , 2]} Be brief! "Quoted. Still one." End?'
+    assert split_sentences(text) == ["Write a record.", 'Example: {"a": "x. y", "b": [1. , 2]} Be brief!',
+                                     '"Quoted. Still one." End?']
+
+
+@pytest.mark.parametrize("command, expected", [
+    ("append: Be brief.", "One. Two. Be brief."),
+    ("APPEND:   Be brief.", "One. Two. Be brief."),
+    ("delete sentence 1", "Two."),
+    ("replace prompt: New prompt.", "New prompt."),
+    ('replace "Two" with "Three"', "One. Three."),
+])
+def test_each_edit_kind(command, expected):
+    result = apply_edit("One. Two.", command)
+    assert result.valid and result.prompt == expected
+
+
+@pytest.mark.parametrize("command, reason", [
+    ("delete sentence 3", "has 2 sentences"),
+    ('replace "Zero" with "x"', "not in the prompt"),
+    ("replace prompt:", "empty"),
+    ("append: " + "x" * 2000, "exceed"),
+    ('replace "One" with "One"', "unchanged"),
+    ("make it better", "Invalid edit. Use"),
+])
+def test_refused_edits_leave_the_prompt_and_say_why(command, reason):
+    result = apply_edit("One. Two.", command)
+    assert not result.valid and result.prompt == "One. Two." and reason in result.message
+
+
+@needs_truthfulqa
+def test_library_commands_are_admissible_exactly_when_they_change_the_prompt():
+    task = load_task("TruthfulQA")
+    library = EditLibrary(task)
+    prompt = task.initial_prompt
+    admissible = library.admissible(prompt)
+    assert len(admissible) == len(library.entries) == 2 * len(task.fields) + 3 + 2 + 2
+    assert admissible[-2:] == [False, False]  # one sentence: nothing to delete, already the start
+    format_index = library.entries.index("tighten the format")
+    prompt = apply_edit(prompt, library.command(format_index, prompt)).prompt
+    assert FORMAT_SENTENCE in prompt
+    admissible = library.admissible(prompt)
+    assert not admissible[format_index] and admissible[-2] and admissible[-1]
+    assert library.command(len(library) - 2, prompt) == "delete sentence 2"
+
+
+@needs_truthfulqa
+def test_env_reset_step_info_and_refused_edit():
+    env = gym.make("lmgym/PromptEdit-TruthfulQA-v0")
+    observation, info = env.reset(seed=0)
+    assert "Prompt: Write one JSON record" in observation and "Feedback:" in observation and "Samples:" in observation
+    assert set(METRIC_KEYS) <= set(info["metrics"]) and info["feedback"] in observation
+    assert info["admissible_actions"] == sorted(info["admissible_actions"]) and info["admissible_actions"]
+    observation, reward, terminated, truncated, info = env.step("please do better")
+    assert reward == 0.0 and not info["action_valid"] and observation.startswith("Invalid edit.")
+    observation, reward, terminated, truncated, info = env.step(f"append: {FORMAT_SENTENCE}")
+    assert info["action_valid"] and info["prompt"].endswith(FORMAT_SENTENCE) and 0.0 <= reward <= 1.0
+    assert not terminated
+    env.close()
+
+
+@needs_truthfulqa
+def test_edits_change_what_the_test_generator_writes():
+    """Tightening the format and hinting every field lift parse rate and TSR (paired seeds)."""
+    env = PromptEditEnv("TruthfulQA", batch_size=32)
+    task, library = env.task, env.library
+    better = task.initial_prompt
+    for index, name in enumerate(library.entries):
+        if name.startswith("add a field hint") or name == "tighten the format":
+            better = apply_edit(better, library.command(index, better)).prompt
+    for seed in range(3):
+        before, _ = env.evaluate(task.initial_prompt, seed)
+        after, _ = env.evaluate(better, seed)
+        assert after.metrics["parse_rate"] == 1.0 > before.metrics["parse_rate"]
+        assert after.metrics["tsr"] > before.metrics["tsr"] and after.reward > before.reward
+
+
+@needs_truthfulqa
+def test_discrete_wrapper_maps_indices_to_library_edits_with_masks():
+    env = EditLibraryActions(gym.make("lmgym/PromptEdit-TruthfulQA-v0"))
+    env.reset(seed=1)
+    assert env.action_space.n == len(env.unwrapped.library)
+    masks = env.action_masks()
+    assert masks.dtype == bool and masks.any() and not masks[-1]
+    index = int(np.flatnonzero(masks)[0])
+    _, _, _, _, info = env.step(index)
+    assert info["action_valid"] and not env.action_masks()[index]
+    _, reward, _, _, info = env.step(len(env.unwrapped.library) - 1)  # restart: now admissible, valid
+    assert info["action_valid"]
+    env.close()
+
+
+@needs_truthfulqa
+def test_custom_generator_and_rubric_judge_by_entry_point():
+    env = PromptEditEnv("TruthfulQA", batch_size=4,
+                        generator="lmgym.envs.promptedit.generators:PromptFollowingGeneratorForTests",
+                        generator_kwargs={"task": "TruthfulQA"},
+                        rubric_judge="lmgym.envs.promptedit.judge:RuleRubricJudge")
+    _, info = env.reset(seed=0)
+    assert len(env.samples) == 4 and info["metrics"]["tsr"] >= 0.0
+    with pytest.raises(ValueError, match="module:attribute"):
+        PromptEditEnv("TruthfulQA", generator="no_colon_here")
+
+
+@needs_truthfulqa
+def test_test_generator_is_a_pure_function_of_its_arguments():
+    generator = PromptFollowingGeneratorForTests("TruthfulQA")
+    a = generator.generate(["p one", "p two"], 3, seed=5)
+    assert len(a) == 6 and a == generator.generate(["p one", "p two"], 3, seed=5)
+    assert a != generator.generate(["p one", "p two"], 3, seed=6)
+
+
+@needs_truthfulqa
+def test_training_pairs_vary_the_prompt_and_carry_train_records():
+    task = load_task("TruthfulQA")
+    pairs = training_pairs(task, seed=0)
+    assert len(pairs) == len(task.train)
+    assert len({p for p, _ in pairs}) > 50
+    assert all(p.startswith(task.initial_prompt) for p, _ in pairs)
+    assert json.loads(pairs[0][1]) == task.train[0]

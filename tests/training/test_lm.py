@@ -1,0 +1,124 @@
+"""AR and masked-diffusion training: overfitting, seeding, resuming, checkpoints, data formats."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from lmgym.io import append_jsonl
+from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
+from lmgym.policies.diffusion import generate
+from lmgym.policies.generation import generate_text
+from lmgym.policies.tokenizer import decode_answer, prompt_ids
+from lmgym.rollouts import Episode, Step, write_episode
+from lmgym.training.lm import LMTrainConfig, load_pairs, main, train
+
+TINY = dict(vocab_size=300, hidden_size=32, num_layers=2, num_heads=2, max_prompt_tokens=16, max_answer_tokens=24,
+            batch_size=8, warmup=5, log_every=5, threads=1, quiet=True)
+COLOURS = ["red", "green", "blue", "black", "white", "pink", "grey", "brown"]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+@pytest.fixture
+def records(tmp_path):
+    path = tmp_path / "records.jsonl"
+    for i, colour in enumerate(COLOURS * 3):
+        append_jsonl(path, {"prompt": f"A {colour} thing, number {i}.", "completion": json.dumps({"colour": colour, "n": i})})
+    return path
+
+
+@pytest.fixture
+def one_record(tmp_path):
+    path = tmp_path / "one.jsonl"
+    append_jsonl(path, {"prompt": "Write a red record.", "completion": '{"colour": "red", "size": 3}'})
+    return path
+
+
+def config(data, out, **overrides):
+    return LMTrainConfig(data=(str(data),), out=str(out), **{**TINY, **overrides})
+
+
+def weights(out):
+    return load_file(str(out / "checkpoint" / "model.safetensors"))
+
+
+def test_ar_overfits_one_record_and_writes_it_back(one_record, tmp_path):
+    metrics = train(config(one_record, tmp_path / "ar", objective="ar", steps=60, lr=1e-2))
+    assert metrics["train/loss"] < 0.05
+    model, tokenizer, meta = load_checkpoint(tmp_path / "ar" / "checkpoint")
+    assert meta["kind"] == "ar" and meta["step"] == 60
+    # the training layout is [BOS] prompt [SEP]; generate_text adds neither, so build it here
+    ids = torch.tensor([prompt_ids(tokenizer, "Write a red record.", 16)])
+    from lmgym.policies.generation import generate_ids
+    new, _ = generate_ids(model, ids, max_new_tokens=24, eos_token_id=tokenizer.eos_token_id)
+    assert decode_answer(tokenizer, new[0].tolist()) == '{"colour": "red", "size": 3}'
+
+
+def test_mdlm_overfits_one_record_and_the_sampler_writes_it_back(one_record, tmp_path):
+    metrics = train(config(one_record, tmp_path / "mdlm", objective="mdlm", steps=80, lr=1e-2))
+    model, tokenizer, meta = load_checkpoint(tmp_path / "mdlm" / "checkpoint")
+    assert meta["kind"] == "mdlm" and meta["mask_token_id"] == tokenizer.mask_token_id
+    assert model.config.is_causal is False
+    prompt = torch.tensor([prompt_ids(tokenizer, "Write a red record.", 16)])
+    out = generate(model, prompt, steps=24, gen_length=24, block_length=24, mask_id=tokenizer.mask_token_id)
+    assert decode_answer(tokenizer, out[0, prompt.shape[1]:].tolist()) == '{"colour": "red", "size": 3}'
+    assert metrics["train/loss"] < 0.5
+
+
+@pytest.mark.parametrize("objective", ["ar", "mdlm"])
+def test_same_seed_same_parameters_and_resume_is_exact(records, tmp_path, objective):
+    train(config(records, tmp_path / "a", objective=objective, steps=6))
+    train(config(records, tmp_path / "b", objective=objective, steps=6))
+    train(config(records, tmp_path / "c", objective=objective, steps=3))
+    train(config(records, tmp_path / "c", objective=objective, steps=6))  # resumes at step 3
+    train(config(records, tmp_path / "d", objective=objective, steps=6, seed=1))
+    a, b, c, d = (weights(tmp_path / k) for k in "abcd")
+    for name in a:
+        assert torch.equal(a[name], b[name]), name
+        assert torch.equal(a[name], c[name]), name
+    assert any(not torch.equal(a[name], d[name]) for name in a)
+
+
+def test_save_load_gives_the_same_outputs(records, tmp_path):
+    train(config(records, tmp_path / "run", objective="mdlm", steps=2))
+    model, tokenizer, meta = load_checkpoint(tmp_path / "run" / "checkpoint")
+    save_checkpoint(tmp_path / "copy", model, tokenizer, meta)
+    again, tokenizer_again, meta_again = load_checkpoint(tmp_path / "copy")
+    x = torch.tensor([prompt_ids(tokenizer, "A red thing", 16)])
+    assert torch.equal(model(x).logits, again(x).logits)
+    assert tokenizer_again.encode("{\"colour\": 1}") == tokenizer.encode("{\"colour\": 1}")
+    assert meta_again == meta
+
+
+def test_rollout_files_become_react_pairs(tmp_path):
+    path = tmp_path / "rollouts.jsonl"
+    step = Step(observation="You see a door.", action="open door", reward=1.0, terminated=True, truncated=False,
+                action_valid=True, won=True, reasoning="The door is closed.")
+    write_episode(path, Episode(env_id="lmgym/KeyDoor-v0", seed=0, task="open the door", agent="expert", steps=[step]))
+    assert load_pairs((str(path),)) == [("Task: open the door\nObservation: You see a door.\n",
+                                         "Thought: The door is closed.\nAction: open door")]
+    metrics = train(config(path, tmp_path / "out", objective="ar", steps=2, log_every=1))
+    assert metrics["train/step"] == 2 and {"train/loss", "train/lr", "train/grad_norm"} <= set(metrics)
+
+
+def test_bad_rows_and_lora_without_a_base_are_clear_errors(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    append_jsonl(path, {"text": "no prompt"})
+    with pytest.raises(ValueError, match="bad.jsonl:1"):
+        load_pairs((str(path),))
+    append_jsonl(tmp_path / "ok.jsonl", {"prompt": "a", "completion": "b"})
+    with pytest.raises(ValueError, match="needs --init"):
+        train(config(tmp_path / "ok.jsonl", tmp_path / "out", lora_r=4))
+
+
+def test_help_lists_the_config_fields(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--objective" in text and "masked-diffusion" in text and "--lora-r" in text
