@@ -49,7 +49,7 @@ for env_id in args.env_ids:
 
 # ---- 2. one expert transcript (a bridge question) ------------------------------------------
 env = gym.make("lmgym/HotPotQA-Gen-v0")
-observation, info = env.reset(seed=2)
+observation, info = env.reset(seed=0)
 print(f"\n{observation}")
 done = False
 while not done:

@@ -20,12 +20,14 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--env-id", default="lmgym/WebShop-v0")
 parser.add_argument("--episodes", type=int, default=20, help="goals of the split to play, from goal 0")
 parser.add_argument("--split", default="test", choices=["test", "eval", "train", "all"])
+parser.add_argument("--goal-source", default="synthetic", choices=["synthetic", "human"],
+                    help="human: the 13 crowd-sourced goals on the 1,000 products (use --split all)")
 parser.add_argument("--observation-mode", default="text", choices=["text", "text_rich", "html"])
 parser.add_argument("--agents", default="expert,random", help="comma-separated: expert, random")
 parser.add_argument("--show", type=int, default=1, help="print the transcripts of this many expert episodes")
 args = parser.parse_args()
 
-env = gym.make(args.env_id, split=args.split, observation_mode=args.observation_mode)
+env = gym.make(args.env_id, split=args.split, goal_source=args.goal_source, observation_mode=args.observation_mode)
 agents = {"expert": ExpertAgent(), "random": RandomAgent()}
 
 for name in args.agents.split(","):

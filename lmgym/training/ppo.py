@@ -6,7 +6,7 @@ evaluation of the trained policy against the random agent on the same seeds.
 
 The env is the text env wrapped by `lmgym.envs.sb3_wrappers` (admissible actions as
 ``Discrete(N)`` with ``action_masks()``; task, observation and action texts as token ids), the
-policy reads it through `lmgym.policies.sb3.TextFeaturesExtractor`. sb3-contrib's MaskablePPO
+policy (`lmgym.policies.sb3.SlotScoringPolicy`) scores each admissible action by its text. sb3-contrib's MaskablePPO
 gives masked actions zero probability, so the policy only ever plays admissible commands.
 
 Outputs in ``--out``: ``progress.csv`` (SB3's ``rollout/``, ``train/``, ``time/`` metrics),
@@ -39,7 +39,7 @@ from lmgym.agents.ppo_agent import ENCODER_FILE, PPOAgent
 from lmgym.agents.runner import run_episode
 from lmgym.envs.sb3_wrappers import TokenEncoder, make_sb3_env
 from lmgym.io import atomic_write_json, atomic_write_text
-from lmgym.policies.sb3 import TextFeaturesExtractor
+from lmgym.policies.sb3 import SlotScoringPolicy
 
 
 @dataclass
@@ -69,11 +69,11 @@ class PPOConfig:
     vocab_size: int = 4096
     """hashing-tokenizer buckets (embedding rows)"""
 
-    # network (lmgym.policies.sb3.TextFeaturesExtractor, then SB3's MLP heads)
+    # network (lmgym.policies.sb3: per-slot scores as logits, an MLP for the value)
     embed_dim: int = 32
     """token embedding width"""
     hidden: int = 64
-    """width of the state and per-action vectors and of the policy/value MLP layer"""
+    """width of the state and action vectors, the pair scorer and the value MLP layer"""
 
     # PPO (Schulman et al. 2017) as implemented by SB3; defaults tuned for KeyDoor
     learning_rate: float = 3e-3
@@ -179,14 +179,11 @@ def train(config: PPOConfig) -> dict:
 
     # ---- model ---------------------------------------------------------------------------
     model = MaskablePPO(
-        "MultiInputPolicy", vec_env, learning_rate=config.learning_rate, n_steps=config.n_steps,
+        SlotScoringPolicy, vec_env, learning_rate=config.learning_rate, n_steps=config.n_steps,
         batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
         gae_lambda=config.gae_lambda, ent_coef=config.ent_coef, seed=config.seed, device="cpu",
-        policy_kwargs={
-            "features_extractor_class": TextFeaturesExtractor,
-            "features_extractor_kwargs": {"embed_dim": config.embed_dim, "hidden": config.hidden},
-            "net_arch": {"pi": [config.hidden], "vf": [config.hidden]},
-        },
+        policy_kwargs={"features_extractor_kwargs": {"embed_dim": config.embed_dim, "hidden": config.hidden},
+                       "value_hidden": config.hidden},
     )
     model.set_logger(configure(str(out), ["csv"] if config.quiet else ["csv", "stdout"]))
 

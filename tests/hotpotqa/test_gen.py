@@ -46,7 +46,7 @@ def test_hard_asks_three_hop_bridges():
     assert bridges and all(len(q.hops) == 3 for q in bridges)
 
 
-@pytest.mark.parametrize("env_id", ["lmgym/HotPotQA-Gen-Easy-v0", "lmgym/HotPotQA-Gen-v0", "lmgym/HotPotQA-Gen-Hard-v0"])
+@pytest.mark.parametrize("env_id", [f"lmgym/HotPotQA-Gen{v}-v0" for v in ("-Easy", "", "-Hard")])
 @pytest.mark.parametrize("corpus", ["question", "all"])
 def test_expert_solves_every_generated_question(env_id, corpus):
     env = gym.make(env_id, corpus=corpus)

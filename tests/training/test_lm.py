@@ -60,7 +60,7 @@ def test_ar_overfits_one_record_and_writes_it_back(one_record, tmp_path):
 
 
 def test_mdlm_overfits_one_record_and_the_sampler_writes_it_back(one_record, tmp_path):
-    metrics = train(config(one_record, tmp_path / "mdlm", objective="mdlm", steps=80, lr=1e-2))
+    metrics = train(config(one_record, tmp_path / "mdlm", objective="mdlm", steps=150, lr=1e-2))
     model, tokenizer, meta = load_checkpoint(tmp_path / "mdlm" / "checkpoint")
     assert meta["kind"] == "mdlm" and meta["mask_token_id"] == tokenizer.mask_token_id
     assert model.config.is_causal is False
@@ -102,7 +102,7 @@ def test_rollout_files_become_react_pairs(tmp_path):
     write_episode(path, Episode(env_id="lmgym/KeyDoor-v0", seed=0, task="open the door", agent="expert", steps=[step]))
     assert load_pairs((str(path),)) == [("Task: open the door\nObservation: You see a door.\n",
                                          "Thought: The door is closed.\nAction: open door")]
-    metrics = train(config(path, tmp_path / "out", objective="ar", steps=2, log_every=1))
+    metrics = train(config(path, tmp_path / "out", objective="ar", steps=2, log_every=1, max_answer_tokens=64))
     assert metrics["train/step"] == 2 and {"train/loss", "train/lr", "train/grad_norm"} <= set(metrics)
 
 

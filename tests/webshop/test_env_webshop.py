@@ -4,14 +4,14 @@ import pickle
 
 import gymnasium as gym
 import pytest
-from webshop_tiny_catalog import tiny_catalog
 
-import lmgym  # noqa: F401  registers the ids
-from lmgym.data import DataNotFoundError
-from lmgym.envs.webshop.catalog import load_catalog
-from lmgym.envs.webshop.env import WebShopEnv
+pytest.importorskip("bm25s", reason="WebShop search needs the webshop extra (bm25s, PyStemmer)")
+from webshop_tiny_catalog import tiny_catalog  # noqa: E402
 
-pytest.importorskip("bm25s")
+import lmgym  # noqa: E402, F401  registers the ids
+from lmgym.data import DataNotFoundError  # noqa: E402
+from lmgym.envs.webshop.catalog import load_catalog  # noqa: E402
+from lmgym.envs.webshop.env import WebShopEnv  # noqa: E402
 
 
 class TinyWebShopEnv(WebShopEnv):

@@ -4,15 +4,17 @@ import json
 
 import gymnasium as gym
 import pytest
-from webshop_tiny_catalog import tiny_shop
 
-import lmgym  # noqa: F401
-from lmgym.agents import ExpertAgent, run_episode
-from lmgym.data import DataNotFoundError
-from lmgym.envs.webshop import expert as E
-from lmgym.envs.webshop.catalog import load_catalog
-from lmgym.envs.webshop.goals import goal_option_choices
-from lmgym.envs.webshop.pages import WebShopSession
+pytest.importorskip("bm25s", reason="WebShop search needs the webshop extra (bm25s, PyStemmer)")
+from webshop_tiny_catalog import tiny_shop  # noqa: E402
+
+import lmgym  # noqa: E402, F401
+from lmgym.agents import ExpertAgent, run_episode  # noqa: E402
+from lmgym.data import DataNotFoundError  # noqa: E402
+from lmgym.envs.webshop import expert as E  # noqa: E402
+from lmgym.envs.webshop.catalog import load_catalog  # noqa: E402
+from lmgym.envs.webshop.goals import goal_option_choices  # noqa: E402
+from lmgym.envs.webshop.pages import WebShopSession  # noqa: E402
 
 SAMPLE = range(0, 500, 10)  # 50 of the 500 test goals; the full split's figure is in docs/notes/webshop.md
 

@@ -3,11 +3,13 @@
 import random
 
 import pytest
-from webshop_tiny_catalog import raw_products, tiny_catalog
 
-from lmgym.data import DataNotFoundError
-from lmgym.envs.webshop import catalog as C
-from lmgym.envs.webshop import goals as G
+pytest.importorskip("bm25s", reason="WebShop search needs the webshop extra (bm25s, PyStemmer)")
+from webshop_tiny_catalog import raw_products, tiny_catalog  # noqa: E402
+
+from lmgym.data import DataNotFoundError  # noqa: E402
+from lmgym.envs.webshop import catalog as C  # noqa: E402
+from lmgym.envs.webshop import goals as G  # noqa: E402
 
 
 # -- catalogue processing (engine.py:load_products) -----------------------------------------

@@ -1,10 +1,12 @@
 """WebShop's page state machine and its text, text_rich and html renderings (tiny catalogue)."""
 
 import pytest
-from webshop_tiny_catalog import tiny_shop
 
-from lmgym.envs.webshop import pages as P
-from lmgym.envs.webshop.goals import goals_for
+pytest.importorskip("bm25s", reason="WebShop search needs the webshop extra (bm25s, PyStemmer)")
+from webshop_tiny_catalog import tiny_shop  # noqa: E402
+
+from lmgym.envs.webshop import pages as P  # noqa: E402
+from lmgym.envs.webshop.goals import goals_for  # noqa: E402
 
 MUG = "B0MUG00003"
 

@@ -5,10 +5,12 @@ import subprocess
 import sys
 
 import pytest
-from webshop_tiny_catalog import tiny_catalog, tiny_shop
 
-from lmgym.data import DataNotFoundError
-from lmgym.envs.webshop import search as S
+pytest.importorskip("bm25s", reason="WebShop search needs the webshop extra (bm25s, PyStemmer)")
+from webshop_tiny_catalog import tiny_catalog, tiny_shop  # noqa: E402
+
+from lmgym.data import DataNotFoundError  # noqa: E402
+from lmgym.envs.webshop import search as S  # noqa: E402
 
 
 def test_document_text_is_the_original_index_text():

@@ -189,11 +189,11 @@ class ConjunctiveGoal:
             return tuple(args) in facts.get(head, ()) and self._join(index + 1, binding, facts)
         types = self.problem.types
         candidates = facts.get(head, ())
-        index = self.static_index.get(head)
-        if index is not None:
+        static = self.static_index.get(head)
+        if static is not None:
             position = next((i for i, want in enumerate(args) if want is not None), None)
             if position is not None:
-                candidates = index.get((position, args[position]), ())
+                candidates = static.get((position, args[position]), ())
         for candidate in candidates:
             extended = binding
             for term, want, value in zip(literal[1:], args, candidate):

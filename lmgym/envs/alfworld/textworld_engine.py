@@ -72,7 +72,11 @@ def memoize_official_engine() -> None:
     * ``textworld.logic.Rule.parse_conjunctive_query`` (the rule is only read);
     * ``fast_downward.pddl2sas``; the ``optimize=True`` translation feeds only
       ``PddlState.replan`` (``policy_commands`` and the walkthrough extra), which ALFWorld's
-      text env never requests, so it is answered with the plain translation.
+      text env never requests, so it is answered with the plain translation;
+    * ``textgen.copy_context`` and ``Symbol.copy`` deep-copy every derivation context, game
+      state and entity records included (most of a step's time); the copies here share the
+      objects derivation only reads (the ``PddlState``, the fact list, the ``EntityInfo``
+      records) and still deep-copy the rest.
 
     The differential tests use it to fit 274 games in CI; a test checks that the memoized and
     the untouched engine give identical transcripts. Benchmarks use the untouched engine.
@@ -98,4 +102,39 @@ def memoize_official_engine() -> None:
     translate = fast_downward.pddl2sas
     translated = functools.lru_cache(maxsize=64)(lambda domain, problem: translate(domain, problem))
     fast_downward.pddl2sas = lambda domain, problem, verbose=False, optimize=False: translated(domain, problem)
+
+    shared_by_infos: dict[int, dict[int, Any]] = {}
+
+    def shared(context) -> dict[int, Any]:
+        """A deepcopy memo that maps the read-only objects of `context` to themselves."""
+        infos = context.get("entity_infos")
+        template = shared_by_infos.get(id(infos))
+        if template is None or template.get(id(infos)) is not infos:
+            template = {id(info): info for info in (infos or {}).values()}
+            template[id(infos)] = infos
+            shared_by_infos.clear()  # one game at a time: keep the memo small
+            shared_by_infos[id(infos)] = template
+        memo = dict(template)
+        for key in ("state", "facts"):
+            if key in context:
+                memo[id(context[key])] = context[key]
+        return memo
+
+    def copy_context(context):
+        memo = shared(context)
+        return {
+            "state": context["state"],
+            "facts": context["facts"],
+            "variables": copy.deepcopy(context["variables"], memo),
+            "mapping": copy.deepcopy(context["mapping"], memo),
+            "entity_infos": context["entity_infos"],
+        }
+
+    def symbol_copy(self, context):
+        duplicate = copy.deepcopy(self, shared(self.context) if self.context else {})
+        duplicate.context = copy_context(context)
+        return duplicate
+
+    textgen.copy_context = copy_context
+    textgen.Symbol.copy = symbol_copy
     fast_downward._lmgym_memoized = True

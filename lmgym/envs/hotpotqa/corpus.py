@@ -259,7 +259,8 @@ def _read_ircot(path: Path, simplified_path: Path) -> list[Question]:
             continue
         row = json.loads(line)
         answer = row["answers_objects"][0]["spans"][0]
-        qtype = types.get(row["question_text"].strip()) or ("comparison" if answer.lower() in ("yes", "no") else "bridge")
+        fallback = "comparison" if answer.lower() in ("yes", "no") else "bridge"  # never needed on the shared file
+        qtype = types.get(row["question_text"].strip(), fallback)
         paragraphs = [Paragraph(c["title"], split_sentences(c["paragraph_text"])) for c in row["contexts"]]
         questions.append(build_question(
             id=row["question_id"], question=row["question_text"], answer=answer, qtype=qtype,

@@ -172,7 +172,7 @@ class HotPotQAEnv(SearchQAEnv):
     ReAct's Wikipedia environment (ysymyth/ReAct, wikienv.py + wrappers.py) over HotPotQA's
     own paragraphs instead of live Wikipedia. Each episode is one dev question; the searchable
     pages are its ten titled paragraphs (``corpus="question"``, the distractor setting) or every
-    paragraph of every loaded question (``corpus="all"``, about 5,800 pages: a small Wikipedia).
+    paragraph of every loaded question (``corpus="all"``, 5,716 pages: a small Wikipedia).
     Questions: the 100 of the official distractor file and the 500 of IRCoT's dev sample
     (``source``; see `lmgym.envs.hotpotqa.corpus` for both layouts).
 

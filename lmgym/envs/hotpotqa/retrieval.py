@@ -93,5 +93,6 @@ def nearest_titles(query: str, titles: Sequence[str], title_index: Retriever, n:
         chosen = set(picked)
         rest = [i for i in range(len(titles)) if i not in chosen]
         similarity = [fuzz.ratio(query.lower(), titles[i].lower()) for i in rest]
-        picked += [rest[j] for j in sorted(range(len(rest)), key=lambda j: (-similarity[j], rest[j]))[: n - len(picked)]]
+        closest = sorted(range(len(rest)), key=lambda j: (-similarity[j], rest[j]))
+        picked += [rest[j] for j in closest[: n - len(picked)]]
     return [titles[i] for i in picked]

@@ -55,6 +55,7 @@ MAX_REPEAT_SHARE = 0.25  # a field value may fill at most a quarter of the recor
 MAX_COPY_SHARE = 0.1  # verbatim copies of reference records
 MIN_NOVELTY = 0.5
 MIN_DIVERSITY = 0.3
+MAX_FEW_VALUES = 8  # fields with at most this many allowed values are exempt from the repetition question
 
 
 @dataclass
@@ -100,7 +101,8 @@ def rubric_questions(task: SchemaTask) -> list[tuple[str, str]]:
     ]
     questions += [(f"check:{name}", question) for name, question, _ in task.checks]
     questions += [
-        ("repetition", f"Does every field avoid repeating one value in more than {MAX_REPEAT_SHARE:.0%} of the records?"),
+        ("repetition", f"Does every field (booleans and small enums aside) avoid repeating one value in more than "
+                       f"{MAX_REPEAT_SHARE:.0%} of the records?"),
         ("copies", f"Are at most {MAX_COPY_SHARE:.0%} of the records verbatim copies of reference records?"),
         ("novelty", f"Is the mean novelty at least {MIN_NOVELTY}?"),
         ("diversity", f"Is the diversity at least {MIN_DIVERSITY}?"),
@@ -202,6 +204,7 @@ class JudgeCluster:
         self.language_model = language_model or default_language_model(task)
         self.rubric_judge = rubric_judge or RuleRubricJudge()
         self.questions = rubric_questions(task)
+        self.exempt_from_repeats = few_valued_fields(task)
         self.reference_embeddings = self.embedder.embed(list(self.references.canonical))  # (R, D)
 
     def evaluate(self, texts: Sequence[str]) -> Verdict:
@@ -242,14 +245,23 @@ class JudgeCluster:
             "parse_rate": len(parsed) / len(texts) if texts else 0.0,
         }
         return Findings(len(texts), len(parsed), valid, success, missing, other, failed,
-                        find_repeats(parsed, len(texts)), sum(c in refs.canonical_set for c in canonical),
+                        find_repeats(parsed, len(texts), self.exempt_from_repeats), sum(c in refs.canonical_set for c in canonical),
                         {k: round(float(v), 6) for k, v in metrics.items()})
 
 
-def find_repeats(records: Sequence[dict[str, Any]], batch_size: int) -> list[tuple[str, str, int, int]]:
-    """Top-level scalar fields whose most common value fills more than MAX_REPEAT_SHARE of the batch."""
+def few_valued_fields(task: SchemaTask) -> frozenset[str]:
+    """Fields whose schema allows at most MAX_FEW_VALUES values (booleans, small enums): a
+    repeated value there is expected, not a lack of variety."""
+    properties = task.schema.get("properties", {})
+    return frozenset(name for name, spec in properties.items()
+                     if spec.get("type") == "boolean" or len(spec.get("enum", ())) <= MAX_FEW_VALUES and "enum" in spec)
+
+
+def find_repeats(records: Sequence[dict[str, Any]], batch_size: int,
+                 exempt: frozenset[str] = frozenset()) -> list[tuple[str, str, int, int]]:
+    """Top-level fields (not `exempt`) whose most common value fills more than MAX_REPEAT_SHARE of the batch."""
     repeats = []
-    fields = sorted({k for r in records for k in r})
+    fields = sorted({k for r in records for k in r} - exempt)
     for name in fields:
         values = [json.dumps(r[name], ensure_ascii=False, sort_keys=True) for r in records if name in r]
         value, count = min(Counter(values).items(), key=lambda kv: (-kv[1], kv[0])) if values else ("", 0)

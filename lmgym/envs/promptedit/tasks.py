@@ -401,6 +401,9 @@ def _multiwoz_extract(folder: Path) -> dict[str, Any]:
     data["dropped"] = len(train_all) + len(held_all) - len(data["train"]) - len(data["held_out"])
     try:
         atomic_write_json(cache, data)
+        for stale in cache.parent.glob("multiwoz-*.json"):  # extracts of older code or data
+            if stale != cache:
+                stale.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only home only costs the next process the same seconds
     return data

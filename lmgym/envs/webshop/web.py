@@ -216,6 +216,9 @@ def main(args: argparse.Namespace) -> int:
     """Serve until interrupted; returns the exit status."""
     import uvicorn
 
+    from lmgym.envs.webshop.reward import _noun_tagger
+
+    _noun_tagger()  # load spaCy now, not during a visitor's first purchase
     env_kwargs = {key: value for key, value in (("split", args.split), ("num_products", args.num_products))
                   if value is not None}
     app = create_app(args.env_id, env_kwargs, args.max_sessions)

@@ -1,0 +1,104 @@
+"""Speed of one PromptEdit judge pass over 64 records, and seconds per cycle (generate + judge).
+
+Per task, in one process: the judge cluster is built (reference embeddings, n-gram index and
+trigram LM computed once and cached), then for R rounds a fresh batch of 64 records is written
+by the env's generator (a new seed each round, so the batch's embeddings are not cached) and
+
+* ``judge_new_s``: one full pass (parse, schema, checks, metrics, statements, rubric, reward)
+  with the reference embeddings cached and the batch embedded fresh;
+* ``judge_cached_s``: the same batch again, every embedding now cached (the issue's "with
+  embeddings cached" figure);
+* ``floor_s``: the reference run beside it: only json.loads + schema validation of the same
+  64 texts, the part any judge pays; ``judge_new / floor`` is the load-independent ratio;
+* ``generate_s``: the generator's time for the 64 records;
+* ``build_s``: making the env (task, references, judge cluster) in this process.
+
+Medians over the rounds. With ``--minilm`` (and not quick) the same is measured with the
+all-MiniLM-L6-v2 embedder (`lmgym.policies.embeddings.MiniLMEmbedder`) on one task. The
+machine is shared: absolute seconds move with its load; ratios move much less.
+
+Run: ``python benchmarks/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
+two tasks). `run(quick)` returns the figures as a dict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+from lmgym.data import DataNotFoundError
+from lmgym.envs.promptedit.edits import apply_edit
+from lmgym.envs.promptedit.env import PromptEditEnv
+from lmgym.envs.promptedit.judge import JudgeCluster
+from lmgym.envs.promptedit.metrics import parse_record
+from lmgym.envs.promptedit.tasks import LOADERS
+
+BATCH = 64
+TARGET_S = 1.0
+
+
+def _timed(function, *args):
+    start = time.perf_counter()
+    value = function(*args)
+    return value, time.perf_counter() - start
+
+
+def measure_task(task: str, rounds: int, embedder=None) -> dict:
+    env, build_s = _timed(lambda: PromptEditEnv(task, batch_size=BATCH))
+    judge = env.judge if embedder is None else JudgeCluster(env.task, embedder)
+    # a mid-specific prompt: every library append but the examples, so batches mix successes and failures
+    prompt = env.task.initial_prompt
+    for index, name in enumerate(env.library.entries):
+        if not name.startswith(("add example", "delete", "restart")):
+            prompt = apply_edit(prompt, env.library.command(index, prompt)).prompt
+    rows = []
+    for seed in range(rounds):
+        texts, generate_s = _timed(env.generator.generate, [prompt], BATCH, 1_000 + seed)
+        verdict, judge_new_s = _timed(judge.evaluate, texts)
+        _, judge_cached_s = _timed(judge.evaluate, texts)
+        _, floor_s = _timed(lambda: [env.task.validate(r) for r in map(parse_record, texts) if r is not None])
+        rows.append({"generate_s": generate_s, "judge_new_s": judge_new_s, "judge_cached_s": judge_cached_s,
+                     "floor_s": floor_s, "tsr": verdict.metrics["tsr"]})
+    result = {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+    result["judge_new_over_floor"] = result["judge_new_s"] / max(result["floor_s"], 1e-9)
+    result["build_s"] = build_s
+    result["seconds_per_cycle_batch64"] = result["generate_s"] + result["judge_new_s"]
+    return result
+
+
+def run(quick: bool, minilm: bool = False) -> dict:
+    rounds = 2 if quick else 5
+    tasks, skipped = {}, {}
+    for task in sorted(LOADERS)[: 2 if quick else None]:
+        try:
+            tasks[task] = measure_task(task, rounds)
+        except DataNotFoundError as error:
+            skipped[task] = str(error).splitlines()[0]
+    result = {"batch": BATCH, "rounds": rounds, "embedder": "hashed n-gram TF-IDF", "tasks": tasks, "skipped": skipped,
+              "all_under_target_cached": all(t["judge_cached_s"] < TARGET_S for t in tasks.values())}
+    if minilm and not quick and "SelfInstruct" in tasks:
+        import torch
+
+        from lmgym.policies.embeddings import MiniLMEmbedder
+
+        torch.set_num_threads(1)
+        result["minilm_SelfInstruct"] = measure_task("SelfInstruct", rounds, MiniLMEmbedder())
+    return result
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds, two tasks")
+    parser.add_argument("--minilm", action="store_true", help="also measure with all-MiniLM-L6-v2 (needs torch)")
+    args = parser.parse_args()
+    result = run(args.quick, args.minilm)
+    header = "| task | judge 64 new (s) | judge 64 cached (s) | floor (s) | judge/floor | generate 64 (s) | build (s) |"
+    print(header + "\n|" + " --- |" * 7)
+    rows = dict(result["tasks"], **({"SelfInstruct + MiniLM": result["minilm_SelfInstruct"]} if "minilm_SelfInstruct" in result else {}))
+    for task, r in rows.items():
+        print(f"| {task} | {r['judge_new_s']:.3f} | {r['judge_cached_s']:.3f} | {r['floor_s']:.3f} | "
+              f"{r['judge_new_over_floor']:.1f} | {r['generate_s']:.3f} | {r['build_s']:.2f} |")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("tasks", "minilm_SelfInstruct")}))

@@ -1,0 +1,47 @@
+"""Greedy hill-climbing over the edit library: the search baseline for PromptEdit.
+
+From the current prompt, try every admissible library edit, judge each candidate's batch
+(one generation per candidate, all with the same `search_seed` so candidates are compared on
+paired samples) and keep the best if it beats the current prompt's reward; stop when no edit
+improves or after `steps` edits. This is coordinate ascent with a first-order neighbourhood,
+the simplest of the discrete prompt-search baselines (cf. GrIPS, Prasad et al. 2023, which
+hill-climbs over phrase-level edits with a held-out score).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lmgym.envs.promptedit.edits import apply_edit
+from lmgym.envs.promptedit.env import PromptEditEnv
+
+
+@dataclass
+class ClimbResult:
+    prompt: str
+    reward: float  # on the search seed
+    edits: list[str] = field(default_factory=list)
+    evaluations: int = 0  # generator calls spent
+
+
+def greedy_hill_climb(env: PromptEditEnv, start_prompt: str, steps: int, search_seed: int) -> ClimbResult:
+    """Climb from `start_prompt` with at most `steps` library edits (see the module docstring)."""
+    prompt = start_prompt
+    best, _ = env.evaluate(prompt, search_seed)
+    result = ClimbResult(prompt, best.reward, evaluations=1)
+    for _ in range(steps):
+        candidates = []
+        for command in env.library.admissible_commands(prompt):  # sorted: ties break the same way every run
+            candidate = apply_edit(prompt, command).prompt
+            verdict, _ = env.evaluate(candidate, search_seed)
+            result.evaluations += 1
+            candidates.append((verdict.reward, command, candidate))
+        if not candidates:
+            break
+        reward, command, candidate = max(candidates, key=lambda c: c[0])  # first of the best in sorted order
+        if reward <= result.reward:
+            break
+        prompt = candidate
+        result.prompt, result.reward = candidate, reward
+        result.edits.append(command)
+    return result

@@ -1,0 +1,74 @@
+"""The frozen JSON-record generator of PromptEdit-JSON: a tiny masked-diffusion LM behind
+``generate(prompts, n, seed) -> list[str]``.
+
+`DiffusionRecordGenerator` wraps any MDLM checkpoint (`lmgym.policies.checkpoints`) with the
+fast sampler (`lmgym.policies.diffusion.fast_generate`: threshold decoding, prefix cache) and
+Gumbel-max sampling, so the n records for one prompt differ; the output is a pure function of
+(prompts, n, seed). Its default checkpoint, ``lmgym/policies/checkpoints/json_records_mdlm``,
+is committed (about 4 MB) so a fresh clone without data works; it is rebuilt by::
+
+    LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
+
+Env entry point: ``generator="lmgym.policies.record_generator:DiffusionRecordGenerator"``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+from lmgym.policies.checkpoints import load_checkpoint
+from lmgym.policies.diffusion import fast_generate
+from lmgym.policies.tokenizer import decode_answer, prompt_ids
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "json_records_mdlm"
+
+
+class DiffusionRecordGenerator:
+    """n records per prompt from a masked-diffusion LM, prompt-major, seeded.
+
+    Args:
+        checkpoint: MDLM checkpoint folder (default: the committed tiny JSON-record model).
+        temperature: Gumbel-max temperature (0: the n records of a prompt are identical).
+        threshold: Fast-dLLM confidence threshold (None: LLaDA's fixed schedule of ``steps``).
+        block_length: semi-autoregressive block (a divisor of the answer length).
+        steps: denoising steps when ``threshold`` is None.
+        threads: torch CPU threads while generating (None: leave as is).
+    """
+
+    def __init__(self, checkpoint: str | os.PathLike | None = None, temperature: float = 1.0,
+                 threshold: float | None = 0.9, block_length: int = 32, steps: int | None = None,
+                 device: str | None = None, threads: int | None = None):
+        self.model, self.tokenizer, meta = load_checkpoint(checkpoint or DEFAULT_CHECKPOINT, device=device or "cpu")
+        if meta.get("kind") != "mdlm":
+            raise ValueError(f"{checkpoint}: not a masked-diffusion checkpoint (kind={meta.get('kind')!r})")
+        self.max_prompt_tokens = meta["max_prompt_tokens"]
+        self.gen_length = meta["max_answer_tokens"]
+        self.temperature, self.threshold, self.block_length = temperature, threshold, block_length
+        self.steps = steps or self.gen_length
+        self.threads = threads
+
+    @torch.no_grad()
+    def generate(self, prompts: list[str], n: int, seed: int) -> list[str]:
+        """``len(prompts) * n`` raw texts: the n samples of prompt 0 first."""
+        rows = [prompt_ids(self.tokenizer, p, self.max_prompt_tokens) for p in prompts for _ in range(n)]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):  # left padding, as in training
+            ids[i, width - len(row):] = torch.tensor(row)
+            attention[i, width - len(row):] = 1
+        device = self.model.device
+        saved_threads = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        try:
+            out = fast_generate(self.model, ids.to(device), attention.to(device), steps=self.steps,
+                                gen_length=self.gen_length, block_length=self.block_length,
+                                temperature=self.temperature, mask_id=self.tokenizer.mask_token_id,
+                                threshold=self.threshold, generator=torch.Generator(device=device).manual_seed(seed))
+        finally:
+            torch.set_num_threads(saved_threads)
+        return [decode_answer(self.tokenizer, row) for row in out.sequences[:, width:].tolist()]

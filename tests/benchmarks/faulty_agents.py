@@ -1,0 +1,48 @@
+"""Agents that fail on purpose, named by "module:Class" in the runner tests.
+
+They live in an importable module (not a test file) so spawned worker processes and
+subprocesses find them: pytest puts this folder on sys.path, and the tests pass it on.
+"""
+
+import os
+import signal
+from pathlib import Path
+
+from lmgym.agents.base import RandomAgent
+
+
+class KillProcessOnce(RandomAgent):
+    """The random agent, except that the first time it sees `seed` it SIGKILLs its own process.
+
+    A marker file records that the kill happened, so the run after the crash goes through.
+    """
+
+    name = "random"
+
+    def __init__(self, seed: int, marker: str):
+        self.kill_seed = seed
+        self.marker = Path(marker)
+        super().__init__()  # calls reset(seed=None)
+
+    def reset(self, *, seed=None):
+        super().reset(seed=seed)
+        if seed == self.kill_seed and not self.marker.exists():
+            self.marker.write_text("killed\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+class RaisesAtSeed(RandomAgent):
+    """The random agent, except that it raises in every episode with seed `seed`."""
+
+    def __init__(self, seed: int):
+        super().__init__()
+        self.bad_seed = seed
+
+    def reset(self, *, seed=None):
+        super().reset(seed=seed)
+        self.current_seed = seed
+
+    def decide(self, observation, info):
+        if self.current_seed == self.bad_seed:
+            raise RuntimeError(f"agent broke on seed {self.bad_seed}")
+        return super().decide(observation, info)

@@ -1,0 +1,133 @@
+"""The benchmark runner: paired seeds, identical reruns, resume, backends, reports, CLI."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lmgym.benchmarks.backends.processes import ProcessBackend
+from lmgym.benchmarks.cli import run as bench_cli
+from lmgym.benchmarks.runner import NONDETERMINISTIC_FIELDS, SpecMismatchError, read_rows, run_benchmark
+from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+from lmgym.benchmarks.suites import smoke_suite
+
+HERE = Path(__file__).resolve().parent
+SPEC = BenchmarkSpec("t", (EnvSpec("lmgym/KeyDoor-v0"), EnvSpec("lmgym/KeyDoor-v0", {"size": 3}, label="kd3")),
+                     (AgentSpec("random"), AgentSpec("expert")), episodes=4, base_seed=7)
+
+
+def comparable(rows):
+    """Rows without wall time, sorted by key: what must match between two runs."""
+    return sorted(({k: v for k, v in r.items() if k not in NONDETERMINISTIC_FIELDS} for r in rows),
+                  key=lambda r: r["key"])
+
+
+@pytest.fixture(scope="module")
+def reference_rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    run_benchmark(SPEC, out, quiet=True, plots=False)
+    return comparable(read_rows(out))
+
+
+def test_outputs_and_paired_seeds(tmp_path, reference_rows):
+    summary = run_benchmark(SPEC, tmp_path, quiet=True)
+    for name in ("spec.json", "episodes.jsonl", "summary.json", "summary.md", "success.png", "returns.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    rows = read_rows(tmp_path)
+    assert len(rows) == 2 * 2 * 4
+    assert {r["seed"] for r in rows if r["episode"] == 2} == {9}  # base_seed + k for every env and agent
+    # The expert wins every KeyDoor episode; the summary's counts come from the rows.
+    cells = {(c["env"], c["agent"]): c for c in summary["cells"]}
+    assert cells["kd3", "expert"]["success_rate"] == 1.0
+    assert cells["kd3", "expert"]["success_ci95"][0] == pytest.approx(0.510, abs=1e-3)  # Wilson, 4/4
+    assert cells["lmgym/KeyDoor-v0", "random"]["episodes"] == 4
+    assert json.loads((tmp_path / "summary.json").read_text())["cells"] == summary["cells"]
+    assert "| kd3 | expert | 4 | 1.00 [0.51, 1.00]" in (tmp_path / "summary.md").read_text()
+    assert comparable(rows) == reference_rows  # a rerun gives identical rows apart from wall time
+
+
+def test_resume_after_interrupt_loses_and_repeats_nothing(tmp_path, reference_rows):
+    def interrupt_after_five(row, seen=[]):
+        seen.append(row)
+        if len(seen) == 5:
+            raise KeyboardInterrupt  # what Ctrl-C raises in the middle of a run
+
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(SPEC, tmp_path, quiet=True, plots=False, on_row=interrupt_after_five)
+    assert len(read_rows(tmp_path)) == 5
+    with open(tmp_path / "episodes.jsonl", "a") as f:
+        f.write('{"key": "half a line from a cra')  # a crash in the middle of an append
+    run_benchmark(SPEC, tmp_path, quiet=True, plots=False)
+    lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == 16 and len({json.loads(line)["key"] for line in lines}) == 16
+    assert comparable(read_rows(tmp_path)) == reference_rows
+
+
+def test_resume_after_sigkill(tmp_path):
+    marker = tmp_path / "killed"
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        "id: kill\nepisodes: 6\nenvs: [lmgym/KeyDoor-v0]\n"
+        f"agents:\n  - {{name: random, kind: 'faulty_agents:KillProcessOnce', kwargs: {{seed: 3, marker: '{marker}'}}}}\n")
+    command = [sys.executable, "-m", "lmgym.benchmarks.cli", str(spec_file), "--out", str(tmp_path / "out"), "--quiet",
+               "--no-plots"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == -9 and marker.exists(), first.stderr[-2000:]
+    assert [r["episode"] for r in read_rows(tmp_path / "out")] == [0, 1, 2]
+    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert [r["episode"] for r in read_rows(tmp_path / "out")] == [0, 1, 2, 3, 4, 5]
+    assert "| lmgym/KeyDoor-v0 | random | 6 |" in second.stdout
+
+
+def test_a_folder_holds_one_spec(tmp_path):
+    run_benchmark(SPEC, tmp_path, quiet=True, plots=False)
+    other = BenchmarkSpec("t", SPEC.envs, SPEC.agents, episodes=5, base_seed=7)
+    with pytest.raises(SpecMismatchError, match="another spec"):
+        run_benchmark(other, tmp_path, quiet=True, plots=False)
+
+
+def test_failing_agent_is_a_reported_error_not_a_crash(tmp_path):
+    spec = BenchmarkSpec("err", (EnvSpec("lmgym/KeyDoor-v0"),),
+                         (AgentSpec("flaky", "faulty_agents:RaisesAtSeed", {"seed": 1}),), episodes=3)
+    summary = run_benchmark(spec, tmp_path, quiet=True, plots=False)
+    [cell] = summary["cells"]
+    assert cell["episodes"] == 3 and cell["errors"] == 1
+    assert "RuntimeError: agent broke on seed 1" in cell["first_error"]
+    assert "agent broke on seed 1" in (tmp_path / "summary.md").read_text()
+
+
+def test_process_backend_matches_in_process_and_survives_a_killed_worker(tmp_path, reference_rows):
+    spec = BenchmarkSpec("t", SPEC.envs, SPEC.agents, episodes=4, base_seed=7)
+    run_benchmark(spec, tmp_path / "a", backend=ProcessBackend(workers=2), quiet=True, plots=False)
+    assert comparable(read_rows(tmp_path / "a")) == reference_rows
+
+    marker = tmp_path / "killed"
+    spec = BenchmarkSpec("k", (EnvSpec("lmgym/KeyDoor-v0"),),
+                         (AgentSpec("random", "faulty_agents:KillProcessOnce", {"seed": 2, "marker": str(marker)}),),
+                         episodes=6)
+    backend = ProcessBackend(workers=2)
+    run_benchmark(spec, tmp_path / "b", backend=backend, quiet=True, plots=False)
+    assert marker.exists() and backend.restarts == 1
+    rows = read_rows(tmp_path / "b")
+    assert sorted(r["episode"] for r in rows) == list(range(6))
+
+
+def test_cli_overrides_and_prints_the_table(tmp_path, capsys):
+    code = bench_cli(["smoke", "--envs", "lmgym/KeyDoor-v0(size=1)", "--agents", "random", "expert",
+                      "--episodes", "2", "--out", str(tmp_path), "--quiet", "--no-plots"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "| lmgym/KeyDoor-v0(size=1) | expert | 2 | 1.00" in printed
+    spec = json.loads((tmp_path / "spec.json").read_text())
+    assert spec["envs"][0]["kwargs"] == {"size": 1} and spec["episodes"] == 2
+
+
+def test_smoke_suite_comes_from_the_registry():
+    spec = smoke_suite()
+    assert {e.id for e in spec.envs} >= {"lmgym/KeyDoor-v0"}
+    assert [a.name for a in spec.agents] == ["random", "expert"]
