@@ -3,7 +3,8 @@
 Each game is checked before it is written: its walkthrough and lmgym's ALFWorld expert must win
 in the native engine within 50 steps; with ``--official`` the native and the official engine
 (TextWorld + Fast Downward, seconds per game) must also agree step by step. The folder it writes
-is read by ``lmgym/ALFWorld-v0`` (``LMGYM_DATA=OUT``) and by ALFWorld's own scripts.
+is played by ``lmgym/ALFWorld-v0`` (``LMGYM_DATA=OUT``, split train or valid_unseen) and loads
+in TextWorld's PddlEnv (no traj_data.json is written, which ALFWorld's AlfredTWEnv scan needs).
 
     python examples/alfworld_generate.py --games 100 --out generated/ --num-distractors 20
 

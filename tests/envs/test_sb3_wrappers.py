@@ -22,10 +22,10 @@ def test_hash_tokenizer_is_the_same_in_every_process():
     assert len(ids) == 12 and all(1 <= i < 512 for i in ids)
     assert ids[2] == HashTokenizer(512).encode("THE")[0]  # case-insensitive words
     code = f"from lmgym.envs.sb3_wrappers import HashTokenizer; print(HashTokenizer(512).encode({text!r}))"
-    for hash_seed in ("1", "2"):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                             env={**os.environ, "PYTHONHASHSEED": hash_seed}).stdout
-        assert out.strip() == str(ids)
+    # This process runs under a random PYTHONHASHSEED; the child under a fixed one.
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "1"}).stdout
+    assert out.strip() == str(ids)
 
 
 def test_wrapped_env_passes_sb3_env_checker():

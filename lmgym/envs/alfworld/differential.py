@@ -109,20 +109,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", nargs="+", default=["valid_seen", "valid_unseen", "train"])
     parser.add_argument("--walks", type=int, default=5, help="seeded random walks per game (besides the walkthrough)")
-    parser.add_argument("--limit", type=int, default=0, help="games per split (0: all)")
+    parser.add_argument("--max-steps", type=int, default=50, help="commands per random walk")
+    parser.add_argument("--every", type=int, default=1, help="check every n-th game of each split")
+    parser.add_argument("--plain", action="store_true", help="do not memoize the official engine's parsers")
     args = parser.parse_args()
-    from lmgym.envs.alfworld.textworld_engine import TextWorldEngine
+    from lmgym.envs.alfworld.textworld_engine import TextWorldEngine, memoize_official_engine
+
+    if not args.plain:
+        memoize_official_engine()
 
     total_games = total_steps = failures = 0
     start = time.perf_counter()
     for split in args.splits:
-        paths = game_paths(split)
-        paths = paths[: args.limit] if args.limit else paths
+        paths = game_paths(split)[:: args.every]
         for path in paths:
             game = load_game(path)
             official = TextWorldEngine(game.data)
             runs = [walk(game.data, list(game.data.get("walkthrough", [])), official=official)]
-            runs += [walk(game.data, seed=seed, official=official) for seed in range(args.walks)]
+            runs += [walk(game.data, seed=seed, max_steps=args.max_steps, official=official) for seed in range(args.walks)]
             total_games += 1
             total_steps += sum(len(r.commands) + 1 for r in runs)
             bad = [m for r in runs for m in r.mismatches]
@@ -130,7 +134,7 @@ def main() -> None:
                 failures += 1
                 m = bad[0]
                 print(f"MISMATCH {game.name} step {m.step} {m.command!r} {m.field}:\n  native   {m.native!r}\n  official {m.official!r}")
-        print(f"{split}: {len(paths)} games checked", flush=True)
+        print(f"{split}: {len(paths)} games checked ({time.perf_counter() - start:.0f} s so far)", flush=True)
     print(f"{total_games} games, {total_steps} compared steps (resets included), {failures} games with a mismatch, "
           f"{time.perf_counter() - start:.0f} s")
 

@@ -76,7 +76,7 @@ def memoize_official_engine() -> None:
     * ``textgen.copy_context`` and ``Symbol.copy`` deep-copy every derivation context, game
       state and entity records included (most of a step's time); the copies here share the
       objects derivation only reads (the ``PddlState``, the fact list, the ``EntityInfo``
-      records) and still deep-copy the rest.
+      records, the immutable ``Variable``/``Placeholder`` values) and deep-copy the symbols.
 
     The differential tests use it to fit 274 games in CI; a test checks that the memoized and
     the untouched engine give identical transcripts. Benchmarks use the untouched engine.
@@ -121,17 +121,22 @@ def memoize_official_engine() -> None:
         return memo
 
     def copy_context(context):
-        memo = shared(context)
+        # Variables and placeholders are hashable value objects and EntityInfo records are
+        # only read, so copying the two dicts equals the deep copy.
         return {
             "state": context["state"],
             "facts": context["facts"],
-            "variables": copy.deepcopy(context["variables"], memo),
-            "mapping": copy.deepcopy(context["mapping"], memo),
+            "variables": dict(context["variables"]),
+            "mapping": dict(context["mapping"]),
             "entity_infos": context["entity_infos"],
         }
 
     def symbol_copy(self, context):
-        duplicate = copy.deepcopy(self, shared(self.context) if self.context else {})
+        own, self.context = self.context, {}  # replaced below: no need to copy it
+        try:
+            duplicate = copy.deepcopy(self, shared(own) if own else {})
+        finally:
+            self.context = own
         duplicate.context = copy_context(context)
         return duplicate
 

@@ -27,8 +27,9 @@ is a plan written from the full initial state by `plan_walkthrough`; the checks 
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -102,7 +103,6 @@ class Household:
     task: str  # the goal sentence
     target: str  # object class
     receptacle: str | None  # goal receptacle class (None for look-at)
-    names: dict[str, str] = field(default_factory=dict)  # PDDL id -> displayed name ("apple 1")
 
 
 # -- ids and names ------------------------------------------------------------------------
@@ -167,6 +167,14 @@ def _task_options(scene: Scene, task_type: str, constants) -> list[tuple[str, st
     return options
 
 
+@functools.lru_cache(maxsize=64)
+def _rooms_for(split: str, task_type: str) -> tuple[tuple[int, tuple], ...]:
+    """(FloorPlan number, its task options) of every room of `split` that allows `task_type`."""
+    facts = alfworld_facts()
+    rooms = ((n, tuple(_task_options(facts.scenes[n], task_type, facts.constants))) for n in split_scenes(split))
+    return tuple((n, options) for n, options in rooms if options)
+
+
 def generate_game(seed: int, knobs: GenKnobs = GenKnobs()) -> Household:
     """One solvable household from `seed` (same seed and knobs, same game, in any process)."""
     facts = alfworld_facts()
@@ -174,16 +182,13 @@ def generate_game(seed: int, knobs: GenKnobs = GenKnobs()) -> Household:
     rng = np.random.default_rng(seed)
 
     # --- task type, room, target, goal receptacle class ---------------------------------
-    scenes = [facts.scenes[n] for n in split_scenes(knobs.split)]
-    while True:  # a task type with no room in the split is skipped by construction below
-        task_type = knobs.task_types[int(rng.integers(len(knobs.task_types)))]
-        rooms = [(s, _task_options(s, task_type, constants)) for s in scenes]
-        rooms = [(s, o) for s, o in rooms if o]
-        if rooms:
-            break
-        if all(not any(_task_options(s, t, constants) for s in scenes) for t in knobs.task_types):
-            raise ValueError(f"no room of split {knobs.split!r} allows any of {knobs.task_types}")
-    scene, options = rooms[int(rng.integers(len(rooms)))]
+    task_types = [t for t in knobs.task_types if _rooms_for(knobs.split, t)]
+    if not task_types:
+        raise ValueError(f"no room of split {knobs.split!r} allows any of {knobs.task_types}")
+    task_type = task_types[int(rng.integers(len(task_types)))]
+    rooms = _rooms_for(knobs.split, task_type)
+    number, options = rooms[int(rng.integers(len(rooms)))]
+    scene = facts.scenes[number]
     target, goal_class = options[int(rng.integers(len(options)))]
 
     # --- receptacles kept ---------------------------------------------------------------
@@ -237,7 +242,7 @@ def generate_game(seed: int, knobs: GenKnobs = GenKnobs()) -> Household:
         "solvable": True,
         "walkthrough": walkthrough,
     }
-    return Household(game, seed, scene.number, task_type, task, target, goal_class, names)
+    return Household(game, seed, scene.number, task_type, task, target, goal_class)
 
 
 def _keep_receptacles(rng, scene, task_type, target, goal_class, count, constants) -> list[Receptacle]:
