@@ -3,8 +3,9 @@
 Each game is checked before it is written: its walkthrough and lmgym's ALFWorld expert must win
 in the native engine within 50 steps; with ``--official`` the native and the official engine
 (TextWorld + Fast Downward, seconds per game) must also agree step by step. The folder it writes
-is played by ``lmgym/ALFWorld-v0`` (``LMGYM_DATA=OUT``, split train or valid_unseen) and loads
-in TextWorld's PddlEnv (no traj_data.json is written, which ALFWorld's AlfredTWEnv scan needs).
+is played by ``lmgym/ALFWorld-v0`` (``LMGYM_DATA=OUT``, split train or valid_unseen) and by
+ALFWorld's own ``AlfredTWEnv``: each trial also gets the ``traj_data.json`` fields ALFWorld reads
+(task type, and the ``pddl_params`` its hand-coded expert follows).
 
     python examples/alfworld_generate.py --games 100 --out generated/ --num-distractors 20
 
@@ -75,6 +76,7 @@ def main() -> None:
         folder = f"{household.task_type}-{household.target}-None-{household.receptacle or 'DeskLamp'}-{household.scene}"
         path = split_folder / folder / f"trial_lmgym_gen_{seed:06d}" / "game.tw-pddl"
         atomic_write_text(path, json.dumps(household.game))
+        atomic_write_text(path.parent / "traj_data.json", json.dumps(household.traj_data()))
         written += 1
         print(f"seed {seed}: {household.task!r} in FloorPlan{household.scene}, expert plan {steps} steps -> {path}")
     seconds = time.perf_counter() - start

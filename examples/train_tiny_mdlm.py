@@ -23,7 +23,7 @@ from pathlib import Path
 from lmgym.envs.promptedit.generators import training_pairs
 from lmgym.envs.promptedit.tasks import load_task
 from lmgym.io import append_jsonl
-from lmgym.policies.record_generator import DEFAULT_CHECKPOINT, DiffusionRecordGenerator
+from lmgym.policies.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE, DiffusionRecordGenerator
 from lmgym.training.lm import LMTrainConfig, train
 
 TASKS = ["TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ"]
@@ -32,14 +32,14 @@ VARIANTS = {"TruthfulQA": 8, "SelfInstruct": 8, "SuperNI": 2, "MultiWOZ": 1}
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/json_mdlm")
-parser.add_argument("--steps", type=int, default=3000)
+parser.add_argument("--steps", type=int, default=400)
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")
 parser.add_argument("--samples", type=int, default=16, help="records sampled per task for the validity check")
-parser.add_argument("--hidden-size", type=int, default=128)
-parser.add_argument("--num-layers", type=int, default=4)
+parser.add_argument("--hidden-size", type=int, default=96)
+parser.add_argument("--num-layers", type=int, default=2)
 parser.add_argument("--init", default=None, help="'smollm2' or an AR model folder to adapt (AR-to-diffusion)")
-parser.add_argument("--batch-size", type=int, default=16)
-parser.add_argument("--lr", type=float, default=2e-3)
+parser.add_argument("--batch-size", type=int, default=8)
+parser.add_argument("--lr", type=float, default=3e-3)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--install", action="store_true", help=f"copy the checkpoint to {DEFAULT_CHECKPOINT}")
 args = parser.parse_args()
@@ -56,10 +56,10 @@ if not records_file.exists():
 
 # --- training ---
 config = LMTrainConfig(
-    data=(str(records_file),), objective="mdlm", out=str(out), init=args.init, vocab_size=2048,
-    hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=4, max_prompt_tokens=128,
-    max_answer_tokens=128, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-    warmup=min(100, args.steps // 10 + 1), seed=0, save_every=500, threads=args.threads, log_every=50,
+    data=(str(records_file),), objective="mdlm", out=str(out), init=args.init, vocab_size=1024,
+    hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=4, max_prompt_tokens=48,
+    max_answer_tokens=96, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+    warmup=min(100, args.steps // 10 + 1), seed=0, save_every=100, threads=args.threads, log_every=50,
 )
 started = time.time()
 metrics = train(config)
@@ -90,4 +90,6 @@ if args.install:
 
     shutil.rmtree(DEFAULT_CHECKPOINT, ignore_errors=True)
     shutil.copytree(out / "checkpoint", DEFAULT_CHECKPOINT, ignore=shutil.ignore_patterns("optimizer.pt"))
+    # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
+    (DEFAULT_CHECKPOINT / EVAL_PROMPTS_FILE).write_text(json.dumps({name: load_task(name).initial_prompt for name in TASKS}, indent=2) + "\n")
     print(f"installed {DEFAULT_CHECKPOINT}")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, load_spec, parse_call
@@ -75,13 +76,18 @@ def main(args: argparse.Namespace) -> int:
         run_perf(Path(args.out or "bench-out/perf"), quick=not args.full_perf, quiet=args.quiet)
         return 0
     from lmgym.benchmarks.report import summary_markdown
-    from lmgym.benchmarks.runner import run_benchmark
+    from lmgym.benchmarks.runner import SpecMismatchError, run_benchmark
 
-    spec = build_suite(args.spec) if args.spec in SUITES else load_spec(args.spec)
-    spec = _override(spec, args)
-    out = Path(args.out or f"bench-out/{spec.id}")
-    summary = run_benchmark(spec, out, backend=args.backend, workers=args.workers, address=args.address,
-                            quiet=args.quiet, plots=not args.no_plots)
+    try:
+        spec = build_suite(args.spec) if args.spec in SUITES else load_spec(args.spec)
+        spec = _override(spec, args)
+        out = Path(args.out or f"bench-out/{spec.id}")
+        summary = run_benchmark(spec, out, backend=args.backend, workers=args.workers, address=args.address,
+                                quiet=args.quiet, plots=not args.no_plots)
+    except (SpecMismatchError, FileNotFoundError, ValueError, KeyError) as error:
+        # Bad input (a missing spec file, a typo in a name, a reused folder): one line, no traceback.
+        print(f"lmgym bench: error: {error}", file=sys.stderr)
+        return 2
     print(summary_markdown(summary))
     print(f"results: {out}/ (episodes.jsonl, summary.json, summary.md"
           + ("" if args.no_plots else ", success.png, returns.png") + ")")

@@ -21,8 +21,10 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+import gymnasium as gym
 from tqdm import tqdm
 
+from lmgym.agents.registry import resolve_agent
 from lmgym.benchmarks.backends import Backend, all_jobs, job_key, make_backend
 from lmgym.benchmarks.report import write_report
 from lmgym.benchmarks.spec import BenchmarkSpec
@@ -45,6 +47,15 @@ def read_rows(out: str | Path) -> list[dict[str, Any]]:
     for row in read_jsonl(path):
         rows.setdefault(row["key"], row)
     return list(rows.values())
+
+
+def _check_names(spec: BenchmarkSpec) -> None:
+    """Fail before any episode on a misspelt env id or agent name (KeyError naming it)."""
+    for env in spec.envs:
+        if env.id not in gym.registry:
+            raise KeyError(f"unknown env id {env.id!r}; `lmgym list` shows the registered ids")
+    for agent in spec.agents:
+        resolve_agent(agent.target)
 
 
 def _claim_folder(spec: BenchmarkSpec, out: Path) -> None:
@@ -81,6 +92,7 @@ def run_benchmark(
         on_row: called with each new row after it is on disk (tests inject faults here).
     """
     out = Path(out)
+    _check_names(spec)
     _claim_folder(spec, out)
     episodes_path = out / "episodes.jsonl"
     repair_jsonl(episodes_path)

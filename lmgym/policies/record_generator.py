@@ -24,6 +24,8 @@ from lmgym.policies.diffusion import fast_generate
 from lmgym.policies.tokenizer import decode_answer, prompt_ids
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "json_records_mdlm"
+#: {task: starting prompt} stored beside the default checkpoint, for benchmarks without data
+EVAL_PROMPTS_FILE = "eval_prompts.json"
 
 
 class DiffusionRecordGenerator:

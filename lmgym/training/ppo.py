@@ -44,7 +44,7 @@ from lmgym.policies.sb3 import SlotScoringPolicy
 
 @dataclass
 class PPOConfig:
-    env_id: Annotated[str, tyro.conf.Positional] = "lmgym/KeyDoor-v0"
+    env_id: Annotated[str, tyro.conf.Positional, tyro.conf.arg(metavar="ENV_ID")] = "lmgym/KeyDoor-v0"
     """registered lmgym env id (it must list info['admissible_actions'])"""
     env_kwargs: str = "{}"
     """JSON object of keyword arguments for gym.make, e.g. '{"task_types": ["pick_and_place_simple"]}'"""
@@ -217,7 +217,7 @@ def train(config: PPOConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = tyro.cli(PPOConfig, args=argv, description=__doc__.split("\n\n")[0])
+    config = tyro.cli(PPOConfig, args=argv, prog="lmgym train ppo", description=__doc__.split("\n\n")[0])
     result = train(config)
     print(f"trained {config.steps} steps in {result['train_seconds']} s; eval success {result['success']} "
           f"-> {config.out}")

@@ -127,6 +127,17 @@ def test_cli_overrides_and_prints_the_table(tmp_path, capsys):
     assert spec["envs"][0]["kwargs"] == {"size": 1} and spec["episodes"] == 2
 
 
+def test_cli_bad_input_is_one_line_not_a_traceback(tmp_path, capsys):
+    assert bench_cli([str(tmp_path / "missing.yaml"), "--quiet"]) == 2
+    assert bench_cli(["smoke", "--agents", "no_such_agent", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "unknown agent 'no_such_agent'" in capsys.readouterr().err
+    assert bench_cli(["smoke", "--envs", "lmgym/NoSuch-v0", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "unknown env id 'lmgym/NoSuch-v0'" in capsys.readouterr().err
+    assert bench_cli(["smoke", "--out", str(tmp_path), "--quiet", "--no-plots"]) == 0
+    assert bench_cli(["smoke", "--episodes", "9", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "holds results of another spec" in capsys.readouterr().err
+
+
 def test_smoke_suite_comes_from_the_registry():
     spec = smoke_suite()
     assert {e.id for e in spec.envs} >= {"lmgym/KeyDoor-v0"}

@@ -45,18 +45,19 @@ def test_minilm_embeddings_are_unit_norm_and_semantic():
     assert (embedder.embed(["A man eats a meal."]) == vectors[1]).all()  # served from the cache
 
 
-def test_answer_log_probs_match_unpadded_single_sequences(tiny_judge):
-    prompts = ["Question: is it valid? Answer:", "A much longer question about records that fail? Answer:"]
-    batched = tiny_judge.answer_log_probs(prompts)
+def test_cached_answer_log_probs_match_one_uncached_pass_per_sequence(tiny_judge):
+    context = "Facts: three records fail.\n"
+    suffixes = ["Question: is it valid?", "Question: a much longer question about records that fail?"]
+    batched = tiny_judge.answer_log_probs(context, suffixes)
     assert batched.shape == (2, 2)
     tokenizer, model = tiny_judge.tokenizer, tiny_judge.model
-    for i, prompt in enumerate(prompts):
+    encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    for i, suffix in enumerate(suffixes):
         for j, answer in enumerate((" yes", " no")):
-            p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-            a = tokenizer(answer, add_special_tokens=False)["input_ids"]
+            prompt, target = encode(context) + encode(f"{suffix}\nAnswer:"), encode(answer)
             with torch.inference_mode():
-                log_probs = torch.log_softmax(model(torch.tensor([p + a])).logits[0], dim=-1)
-            expected = sum(float(log_probs[len(p) + k - 1, t]) for k, t in enumerate(a))
+                log_probs = torch.log_softmax(model(torch.tensor([prompt + target])).logits[0], dim=-1)
+            expected = sum(float(log_probs[len(prompt) + k - 1, t]) for k, t in enumerate(target))
             assert float(batched[i, j]) == pytest.approx(expected, abs=1e-4)
 
 

@@ -17,9 +17,9 @@ from lmgym.training.ppo import PPOConfig, main, train  # noqa: E402
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """KeyDoor-v0 trained for 12k steps (about 20-60 s on one loaded core)."""
+    """KeyDoor-v0 trained for 8k steps (about 15 s on an idle core; success passed 0.95 near 5k)."""
     out = tmp_path_factory.mktemp("ppo")
-    result = train(PPOConfig(steps=12_000, out=str(out), quiet=True, eval_episodes=50, checkpoint_every=6_000))
+    result = train(PPOConfig(steps=8_000, out=str(out), quiet=True, eval_episodes=50, checkpoint_every=4_000))
     return out, result
 
 
@@ -41,7 +41,7 @@ def test_training_writes_metrics_curve_and_checkpoints(trained):
     early = [row["won"] == "True" for row in curve[:100]]
     assert sum(late) > sum(early)  # the curve goes up
     assert (out / "learning_curve.png").stat().st_size > 0
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ppo_12000_steps.zip", "ppo_6000_steps.zip"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ppo_4000_steps.zip", "ppo_8000_steps.zip"]
 
 
 def test_trained_policy_plays_in_the_benchmark_runner(trained, tmp_path):
@@ -54,7 +54,7 @@ def test_trained_policy_plays_in_the_benchmark_runner(trained, tmp_path):
     run_benchmark(spec, tmp_path / "b", quiet=True, plots=False)  # sampling uses the agent's seeded rng
     strip = lambda rows: sorted((r["key"], r["return"], r["steps"]) for r in rows)  # noqa: E731
     assert strip(read_rows(tmp_path / "a")) == strip(read_rows(tmp_path / "b"))
-    agent = PPOAgent(str(out / "checkpoints" / "ppo_6000_steps.zip"))  # finds encoder.json one folder up
+    agent = PPOAgent(str(out / "checkpoints" / "ppo_4000_steps.zip"))  # finds encoder.json one folder up
     assert agent.encoder.max_actions == 16
 
 
@@ -89,4 +89,5 @@ def test_cli_help_lists_the_config(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    assert "--steps" in text and "total environment steps of training" in text and "ENV-ID" in text.upper()
+    assert "lmgym train ppo" in text and "ENV_ID" in text
+    assert "--steps" in text and "total environment steps of training" in text

@@ -111,3 +111,27 @@ def test_latency_benchmark_measures_every_kind():
     assert row["expert_success"] == 1.0 and row["peak_rss_mb"] >= row["baseline_rss_mb"] > 0
     table = bench.markdown_table({"rows": [{**row, "ratio_to_reference": {"search": 1.0}}]})
     assert table.count("\n") == 2 and "| 300 |" in table
+
+
+def test_every_option_value_survives_colour_normalisation():
+    from lmgym.envs.webshop.reward import _thefuzz_process, normalize_color
+
+    for name, values in gen.OPTION_VALUES.items():
+        for value in values:
+            normal = normalize_color(value)
+            assert normal == value or normal in _thefuzz_process((name.lower(), value)).split(), (name, value)
+
+
+def test_buying_any_goal_exactly_meets_every_goal_term():
+    """Minigrid's solvability habit: every generated goal can be won (the type term, 1.0 for
+    the goal's own title, is covered by the expert test above)."""
+    from lmgym.envs.webshop.goals import goal_option_choices, goals_for
+    from lmgym.envs.webshop.reward import attribute_matches, goal_option_items, option_matches
+
+    catalog = gen.generate_catalog(1000, 0)
+    for goal in goals_for(catalog):
+        product = catalog.by_asin[goal["asin"]]
+        chosen = goal_option_choices(goal, product)
+        assert attribute_matches(product, goal["attributes"]) == len(goal["attributes"])
+        assert option_matches(list(chosen.values()), goal_option_items(goal["goal_options"])) == len(chosen)
+        assert catalog.prices[goal["asin"]] <= goal["price_upper"]

@@ -68,7 +68,7 @@ def _do_in_browser(page, action):
         page.fill("#search_input", action[len("search["):-1])
         page.click('button[value="search"]')
     else:
-        page.click(f"button[value={json.dumps(action)}]")
+        page.click(f"button[value={json.dumps(action, ensure_ascii=False)}]")
     page.wait_for_load_state()
 
 

@@ -58,9 +58,6 @@ class ProcessBackend(Backend):
         for future in [self.pool.submit(_ready) for _ in range(self.workers)]:
             future.result()
 
-    def pids(self) -> list[int]:
-        return sorted(p.pid for p in (self.pool._processes or {}).values()) if self.pool else []
-
     def run(self, jobs: list[Job]) -> Iterator[dict[str, Any]]:
         pending = dict.fromkeys(jobs)  # ordered set of jobs without a row yet
         while pending:

@@ -16,7 +16,9 @@ behaviour was read (R) or measured on the official engine (M):
 * Lists in text (R: ``textworld/logic/__init__.py`` ``State._all_applicable_assignments``, and
   ``textworld/envs/pddl/textgen``): a grammar list enumerates the matching facts sorted by their
   ids, one item per match, joined with ``", "`` and ``", and "`` before the last; an empty
-  list is ``"nothing"``; the indefinite article is always ``"a"``.
+  list is ``"nothing"``; the indefinite article is always ``"a"``. Queries run with the
+  action's own parameter bindings (an action's ``?l`` is the grammar's ``l``), so ``look`` where
+  no receptacle stands sees "nothing", while the intro (no bindings) lists every receptacle.
 * Negative facts (R: ``textworld/envs/pddl/logic/__init__.py`` ``PddlState.apply``; M): an
   effect ``(not p)`` adds a fact ``not_p`` and a positive effect removes it; initial states have
   none. The grammar asks for ``not_inreceptacle(o, r)`` when it lists what lies "next to" the
@@ -185,7 +187,7 @@ class NativeEngine:
         for pred in DYNAMIC_PREDICATES:
             self.facts.setdefault(pred, set())
         self.negated = {pred: set() for pred in DYNAMIC_PREDICATES}
-        look = self._look_text()
+        look = self._look_text(from_intro=True)
         feedback = self.world.intro.replace("#look.feedback#", look).replace("#task#", self.world.task)
         return self._report(feedback, valid=True)
 
@@ -297,13 +299,16 @@ class NativeEngine:
         raise AssertionError(f"unknown action {action}")
 
     # -- text (the alfred.twl2 rules, in the grammar's order of conditions) ---------------
-    def _look_text(self) -> str:
+    def _look_text(self, from_intro: bool = False) -> str:
         w, n = self.world, self.world.names
         here = self.location
         facing = w.receptacles_by_location.get(here, [])
         if not facing:
-            return "You are in the middle of a room. Looking quickly around you, you see " + (
-                _listing([f"a {n[r]}" for r, _ in w.receptacles_at])) + "."
+            # The list's query, receptacleatlocation(r, l), runs with the look action's own
+            # binding of l (the agent's location, where no receptacle is); only the intro,
+            # derived with no binding, lists every receptacle (M).
+            seen = [f"a {n[r]}" for r, _ in w.receptacles_at] if from_intro else []
+            return f"You are in the middle of a room. Looking quickly around you, you see {_listing(seen)}."
         # "Next to it": objects at this location not in a receptacle they were taken from
         # (one item per (object, receptacle) match, as the official query enumerates them).
         floor = [

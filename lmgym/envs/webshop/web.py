@@ -72,13 +72,12 @@ class SessionStore:
 
     def start(self, seed: int | None, task_index: int | None) -> str:
         env = gym.make(self.env_id, observation_mode="html", max_episode_steps=MAX_HUMAN_STEPS, **self.env_kwargs)
-        with self.lock:
+        options = {} if task_index is None else {"task_index": task_index}
+        session_id = secrets.token_urlsafe(9)
+        with self.lock:  # envs share the catalogue's search memo: one reset or step at a time
             seed = self.started if seed is None else seed
             self.started += 1
-        options = {} if task_index is None else {"task_index": task_index}
-        _, info = env.reset(seed=seed, options=options)
-        session_id = secrets.token_urlsafe(9)
-        with self.lock:
+            _, info = env.reset(seed=seed, options=options)
             self.sessions[session_id] = {"env": env, "info": info, "feedback": "", "reward": None, "seed": seed}
             while len(self.sessions) > self.max_sessions:
                 _, dropped = self.sessions.popitem(last=False)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from lmgym.envs.alfworld.engine import NativeEngine
 from lmgym.envs.alfworld.expert import Expert
 from lmgym.envs.alfworld.gen.generator import Household
+from lmgym.envs.registry import ENVS
 
-#: ALFWorld-v0's registered step limit; generated walkthroughs must fit in it.
-STEP_LIMIT = 50
+#: The registered step limit; walkthroughs and the expert must win within it.
+STEP_LIMIT = ENVS["lmgym/ALFWorld-Gen-v0"].max_episode_steps
 
 
 class GameCheckError(AssertionError):
@@ -47,7 +48,8 @@ def expert_check(household: Household, *, step_limit: int = STEP_LIMIT) -> int:
         if step.won != (index == len(walkthrough)):
             raise GameCheckError(f"seed {household.seed}: won={step.won} after step {index} {command!r}")
     engine = NativeEngine(household.game)
-    step, expert = engine.reset(), Expert(engine)
+    engine.reset()
+    expert = Expert(engine)
     for _ in range(step_limit):
         step = engine.step(expert.act()[0])
         if step.won:

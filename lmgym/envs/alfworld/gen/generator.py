@@ -104,6 +104,21 @@ class Household:
     target: str  # object class
     receptacle: str | None  # goal receptacle class (None for look-at)
 
+    def traj_data(self) -> dict:
+        """The part of ALFRED's ``traj_data.json`` that ALFWorld reads for text games: the task
+        type (``AlfredTWEnv`` filters on it) and ``pddl_params`` (its hand-coded expert's goal)."""
+        return {
+            "task_type": self.task_type,
+            "scene": {"floor_plan": f"FloorPlan{self.scene}"},
+            "pddl_params": {
+                "object_target": self.target,
+                "parent_target": self.receptacle or "",
+                "toggle_target": LAMP if self.task_type == "look_at_obj_in_light" else "",
+                "mrecep_target": "",
+                "object_sliced": False,
+            },
+        }
+
 
 # -- ids and names ------------------------------------------------------------------------
 _PDDL_CHARS = {"-": "_minus_", "|": "_bar_", "+": "_plus_", ".": "_dot_", ",": "_comma_"}

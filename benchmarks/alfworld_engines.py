@@ -1,0 +1,135 @@
+"""ALFWorld engines side by side: the native engine against the official TextWorld one.
+
+Both engines play the same games and the same seeded random walks (admissible and invalid
+commands) in the same process, one after the other. Reported per engine: load time (building
+the engine for a game), reset time, step time, and throughput with loads and resets included
+(steps / total seconds), plus their ratio. The official engine runs untouched (no
+memoization). A second part plays many episodes on the native engine and samples the
+process's resident memory, to show it stays flat.
+
+Absolute seconds depend on the machine's load (they were measured on a shared 2-core box);
+the ratio is the figure to compare.
+
+Usage: python benchmarks/alfworld_engines.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+
+import numpy as np
+import psutil
+
+from lmgym.envs.alfworld.differential import random_commands
+from lmgym.envs.alfworld.engine import NativeEngine, compile_world
+from lmgym.envs.alfworld.games import game_paths, load_game
+
+
+def _play(make_engine, games, walks: int, steps: int) -> dict:
+    """Load each game, then `walks` episodes of reset + `steps` random commands."""
+    load = reset = step = 0.0
+    resets = taken = 0
+    for game in games:
+        start = time.perf_counter()
+        engine = make_engine(game)
+        load += time.perf_counter() - start
+        for seed in range(walks):
+            start = time.perf_counter()
+            state = engine.reset()
+            reset += time.perf_counter() - start
+            resets += 1
+            rng = np.random.default_rng(seed)
+            for _ in range(steps):
+                command = random_commands(rng, state.admissible_commands, 0.15)
+                start = time.perf_counter()
+                state = engine.step(command)
+                step += time.perf_counter() - start
+                taken += 1
+    total = load + reset + step
+    return {
+        "games": len(games), "episodes": resets, "steps": taken,
+        "load_s": load / len(games), "reset_s": reset / resets, "step_s": step / taken,
+        "steps_per_s_with_resets": taken / total, "steps_per_s": taken / step,
+    }
+
+
+def _memory(games, episodes: int, steps: int) -> dict:
+    """Resident memory of this process over `episodes` native episodes (cycling the games)."""
+    process = psutil.Process()
+    samples = []
+    start = time.perf_counter()
+    # Sample after the first pass over every game (caches full) and then evenly.
+    checkpoints = sorted({len(games) - 1, episodes - 1} | set(range(len(games) - 1, episodes, max(1, episodes // 10))))
+    for episode in range(episodes):
+        engine = NativeEngine(games[episode % len(games)].data)
+        state = engine.reset()
+        rng = np.random.default_rng(episode)
+        for _ in range(steps):
+            state = engine.step(random_commands(rng, state.admissible_commands, 0.15))
+        if episode in checkpoints:
+            gc.collect()
+            samples.append(round(process.memory_info().rss / 2**20, 1))
+    return {"episodes": episodes, "steps_per_episode": steps, "games": len(games), "rss_mib": samples,
+            "growth_mib": round(samples[-1] - samples[0], 1), "seconds": time.perf_counter() - start}
+
+
+def run(quick: bool = True) -> dict:
+    """Measure both engines (quick: 2 games, about a minute) and the native engine's memory."""
+    from lmgym.envs.alfworld.textworld_engine import TextWorldEngine
+
+    paths = game_paths("valid_seen")
+    chosen = [paths[i] for i in ((20, 90) if quick else range(0, len(paths), 14))]
+    games = [load_game(p) for p in chosen]
+    walks, steps = (1, 10) if quick else (2, 25)
+    compile_world.cache_clear()
+    start = time.perf_counter()
+    for game in games:
+        compile_world(game.data["pddl_problem"], game.data["grammar"])
+    cold_compile = (time.perf_counter() - start) / len(games)
+    native = _play(lambda g: NativeEngine(g.data), games, walks, steps)
+    native["cold_compile_s"] = cold_compile  # first load of a game in a process (then cached)
+    official = _play(lambda g: TextWorldEngine(g.data), games, walks, steps)
+    every = [load_game(p) for p in paths]
+    memory = _memory(every, 1_000 if quick else 10_000, 10)
+    return {
+        "native": native, "official": official,
+        "ratio_steps_per_s_with_resets": native["steps_per_s_with_resets"] / official["steps_per_s_with_resets"],
+        "ratio_steps_per_s": native["steps_per_s"] / official["steps_per_s"],
+        "ratio_reset": official["reset_s"] / native["reset_s"],
+        "memory": memory,
+        "note": "absolute times depend on machine load; compare the ratios",
+    }
+
+
+def table(result: dict) -> str:
+    native, official = result["native"], result["official"]
+    # (label, key, scale, is a duration: the speed-up is official / native, else native / official)
+    rows = [
+        ("load per game (ms)", "load_s", 1000, True),
+        ("reset (ms)", "reset_s", 1000, True),
+        ("step (ms)", "step_s", 1000, True),
+        ("steps/s, loads and resets included", "steps_per_s_with_resets", 1, False),
+        ("steps/s, steps only", "steps_per_s", 1, False),
+    ]
+    lines = ["| | native | official (TextWorld) | speed-up |", "| --- | ---: | ---: | ---: |"]
+    for label, key, scale, duration in rows:
+        a, b = native[key], official[key]
+        speedup = b / a if duration else a / b
+        lines.append(f"| {label} | {a * scale:.3f} | {b * scale:.3f} | {speedup:,.0f}x |")
+    memory = result["memory"]
+    lines.append("")
+    lines.append(f"games: {native['games']}, episodes: {native['episodes']}, steps: {native['steps']} per engine; "
+                 f"native cold compile of a game: {native['cold_compile_s']:.3f} s (then cached)")
+    lines.append(f"native memory over {memory['episodes']} episodes: RSS MiB {memory['rss_mib']} "
+                 f""
+                 f"(growth after the first pass over its {memory['games']} games: {memory['growth_mib']} MiB, "
+                 f"{memory['seconds']:.0f} s)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 games, 1,000 memory episodes (about a minute)")
+    print(table(run(quick=parser.parse_args().quick)))

@@ -1,0 +1,165 @@
+"""The LLaDA reference sampler vs Fast-dLLM decoding on the tiny JSON-record MDLM.
+
+Model: the committed default of `lmgym.policies.record_generator` (trained by
+``examples/train_tiny_mdlm.py``), so the task is one it was trained for: write a JSON record
+for each PromptEdit task's starting prompt (stored beside the checkpoint, no data needed).
+
+Samplers, all on the same model and prompts, answer length 96 in blocks of 32:
+
+* ``reference``: `lmgym.policies.diffusion.generate` with one token per step (steps = 96), the
+  usual quality setting of LLaDA;
+* ``threshold``: `fast_generate`, confidence threshold 0.9, no cache (Fast-dLLM's parallel
+  decoding alone);
+* ``threshold+cache``: threshold 0.9 and the per-block prefix KV cache.
+
+Measured per sampler: generated tokens per second (answer tokens of the batch / wall time),
+forward passes per answer token (of one sequence), the share of valid JSON objects among the
+decoded answers (the task accuracy; schema validity too when LMGYM_DATA has the tasks), and,
+at temperature 0, token agreement with the reference. Two settings: greedy (one answer per
+prompt) and sampling at temperature 1 (``n`` answers per prompt, same seeds for every
+sampler). The samplers run interleaved, ``repeats`` times, and the median time counts; the
+machine is shared, so the speed-up ratio (same process, same moment) is the figure to quote,
+absolute tokens/s only with its load note.
+
+Run: ``python benchmarks/diffusion_sampler.py`` (n=8, 3 repeats) or ``--quick``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+from lmgym.policies.checkpoints import load_checkpoint
+from lmgym.policies.diffusion import fast_generate, generate
+from lmgym.policies.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE
+from lmgym.policies.tokenizer import decode_answer, prompt_ids
+
+BLOCK_LENGTH = 32
+THRESHOLD = 0.9
+TARGET_SPEEDUP = 3.0
+
+
+def _schema_checker():
+    """task -> record -> bool when the PromptEdit tasks load, else None (JSON validity only)."""
+    try:
+        from lmgym.envs.promptedit.tasks import load_task
+
+        tasks = {name: load_task(name) for name in ("TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ")}
+    except Exception:  # no LMGYM_DATA: the benchmark still runs, with JSON validity only
+        return None
+    return lambda task, record: isinstance(record, dict) and not tasks[task].validate(record)
+
+
+def _validity(texts: list[str], tasks: list[str], schema_ok) -> dict[str, float | None]:
+    json_ok, schema = 0, 0
+    for text, task in zip(texts, tasks):
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        json_ok += isinstance(record, dict)
+        schema += bool(schema_ok and schema_ok(task, record))
+    return {"json_valid": json_ok / len(texts), "schema_valid": schema / len(texts) if schema_ok else None}
+
+
+def _batch(tokenizer, prompts: list[str], max_prompt_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+    rows = [prompt_ids(tokenizer, p, max_prompt_tokens) for p in prompts]
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)
+    attention = torch.zeros_like(ids)
+    for i, row in enumerate(rows):
+        ids[i, width - len(row):] = torch.tensor(row)
+        attention[i, width - len(row):] = 1
+    return ids, attention
+
+
+def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1) -> dict:
+    """Measure the three samplers; returns settings, per-sampler rows and speed-up ratios."""
+    torch.set_num_threads(threads)
+    folder = checkpoint or DEFAULT_CHECKPOINT
+    model, tokenizer, meta = load_checkpoint(folder, device="cpu")
+    with open(os.path.join(folder, EVAL_PROMPTS_FILE), encoding="utf-8") as f:
+        task_prompts: dict[str, str] = json.load(f)
+    gen_length, mask_id = meta["max_answer_tokens"], tokenizer.mask_token_id
+    n, repeats = (2, 1) if quick else (8, 3)
+    schema_ok = _schema_checker()
+
+    samplers = {
+        "reference": lambda ids, att, temperature, seed: generate(
+            model, ids, att, steps=gen_length, gen_length=gen_length, block_length=BLOCK_LENGTH,
+            temperature=temperature, mask_id=mask_id, generator=torch.Generator().manual_seed(seed)),
+        "threshold": lambda ids, att, temperature, seed: fast_generate(
+            model, ids, att, steps=gen_length, gen_length=gen_length, block_length=BLOCK_LENGTH,
+            temperature=temperature, mask_id=mask_id, threshold=THRESHOLD, use_cache=False,
+            generator=torch.Generator().manual_seed(seed)),
+        "threshold+cache": lambda ids, att, temperature, seed: fast_generate(
+            model, ids, att, steps=gen_length, gen_length=gen_length, block_length=BLOCK_LENGTH,
+            temperature=temperature, mask_id=mask_id, threshold=THRESHOLD, use_cache=True,
+            generator=torch.Generator().manual_seed(seed)),
+    }
+    settings = {"greedy": (0.0, 1), "sampling": (1.0, n)}
+    results: dict = {"checkpoint": str(folder), "gen_length": gen_length, "block_length": BLOCK_LENGTH,
+                     "threshold": THRESHOLD, "threads": threads, "repeats": repeats, "parameters": meta.get("parameters"),
+                     "schema_checked": schema_ok is not None, "rows": []}
+    for setting, (temperature, per_prompt) in settings.items():
+        tasks = [t for t in task_prompts for _ in range(per_prompt)]
+        ids, attention = _batch(tokenizer, [task_prompts[t] for t in tasks], meta["max_prompt_tokens"])
+        seconds = {name: [] for name in samplers}
+        outputs = {}
+        for _ in range(repeats):
+            for name, sample in samplers.items():  # interleaved: every sampler sees the same load
+                started = time.perf_counter()
+                out = sample(ids, attention, temperature, 0)
+                seconds[name].append(time.perf_counter() - started)
+                outputs[name] = out
+        reference_answer = outputs["reference"][:, ids.shape[1]:]
+        for name, out in outputs.items():
+            sequences = out if isinstance(out, torch.Tensor) else out.sequences
+            passes = gen_length if isinstance(out, torch.Tensor) else out.forward_passes
+            answer = sequences[:, ids.shape[1]:]
+            wall = statistics.median(seconds[name])
+            row = {"setting": setting, "sampler": name, "sequences": len(tasks), "seconds": round(wall, 4),
+                   "tokens_per_s": round(answer.numel() / wall, 1), "forward_passes": passes,
+                   "passes_per_token": round(passes / gen_length, 4),
+                   **_validity([decode_answer(tokenizer, a) for a in answer.tolist()], tasks, schema_ok)}
+            if temperature == 0:
+                row["agreement_with_reference"] = round(float((answer == reference_answer).float().mean()), 4)
+            results["rows"].append(row)
+    by = {(r["setting"], r["sampler"]): r for r in results["rows"]}
+    results["speedup"] = {f"{setting}/{name}": round(by[(setting, name)]["tokens_per_s"] / by[(setting, "reference")]["tokens_per_s"], 2)
+                          for setting in settings for name in samplers if name != "reference"}
+    results["target_speedup"] = TARGET_SPEEDUP
+    return results
+
+
+def to_markdown(results: dict) -> str:
+    lines = ["| setting | sampler | seqs | tokens/s | passes/token | JSON valid | schema valid | agreement |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in results["rows"]:
+        schema = "-" if r["schema_valid"] is None else f"{r['schema_valid']:.2f}"
+        lines.append(f"| {r['setting']} | {r['sampler']} | {r['sequences']} | {r['tokens_per_s']} | {r['passes_per_token']} | "
+                     f"{r['json_valid']:.2f} | {schema} | {r.get('agreement_with_reference', '-')} |")
+    lines.append("")
+    lines.append("Speed-up in tokens/s over the reference (same process, interleaved): "
+                 + ", ".join(f"{k} {v}x" for k, v in results["speedup"].items()))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--checkpoint", default=None)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=None, help="write the results JSON here")
+    args = parser.parse_args()
+    results = run(args.quick, args.checkpoint, args.threads)
+    print(to_markdown(results))
+    if args.out:
+        from lmgym.io import atomic_write_json
+
+        atomic_write_json(args.out, results)
