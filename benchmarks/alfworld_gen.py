@@ -11,6 +11,7 @@ expert and random success by difficulty knob.
 
     python benchmarks/alfworld_gen.py --quick
     python benchmarks/alfworld_gen.py --games 1000 --official-games 1000 --official-log runs/alfgen_official.jsonl
+    python benchmarks/alfworld_gen.py --quick --handcoded-games 6   # + ALFWorld's own hand-coded expert
 
 Absolute seconds depend on the machine's load; ratios printed side by side come from the same run.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -100,6 +102,32 @@ def engines_batch(games, log: str | None = None, random_walks: int = 0) -> dict:
             "failures": [r["error"] for r in rows if not r["agree"]][:5]}
 
 
+def handcoded_expert_batch(games, folder: str, steps: int = RANDOM_STEPS) -> dict:
+    """ALFWorld's own hand-coded expert (``AlfredExpert(expert_type="handcoded")`` over the
+    official engine, as alfworld's DAgger training builds it) on `games`, written with their
+    ``traj_data.json`` under `folder`. It explores and remembers what it saw; seconds per game."""
+    import textworld
+    from alfworld.agents.environment.alfred_tw_env import AlfredDemangler, AlfredExpert, AlfredInfos
+    from textworld.envs.pddl import PddlEnv
+
+    wins = []
+    for household in games:
+        trial = Path(folder) / f"seed{household.seed}"
+        trial.mkdir(parents=True, exist_ok=True)
+        (trial / "game.tw-pddl").write_text(json.dumps(household.game))
+        (trial / "traj_data.json").write_text(json.dumps(household.traj_data()))
+        infos = textworld.EnvInfos(won=True, admissible_commands=True, facts=True, extras=["gamefile", "expert_plan"])
+        env = AlfredExpert(AlfredInfos(AlfredDemangler()(PddlEnv(infos))), expert_type="handcoded")
+        env.load(str(trial / "game.tw-pddl"))
+        state = env.reset()
+        for _ in range(steps):
+            if state["won"]:
+                break
+            state, _, _ = env.step(state["extra.expert_plan"][0])
+        wins.append({"seed": household.seed, "task_type": household.task_type, "won": bool(state["won"])})
+    return {"games": len(wins), "wins": sum(w["won"] for w in wins), "episodes": wins}
+
+
 KNOB_ROWS = [
     ("default (15 distractors, all receptacles, all closed)", {}),
     ("0 distractors", {"num_distractors": 0}),
@@ -132,7 +160,7 @@ def knob_markdown(rows: list[dict]) -> str:
 
 
 def run(quick: bool = True, *, games: int = 1000, official_games: int = 1000, official_log: str | None = None,
-        knob_games: int = 100) -> dict:
+        knob_games: int = 100, handcoded_games: int = 0) -> dict:
     """Quick: 100 games generated and expert-checked, 3 small-room games through both engines
     (walkthrough and a random walk). Full: see the module doc."""
     count = 100 if quick else games
@@ -151,6 +179,12 @@ def run(quick: bool = True, *, games: int = 1000, official_games: int = 1000, of
         result["engines"] = engines_batch(generated[:official_games], log=official_log)
     if not quick:
         result["knob_table"] = knob_table(knob_games)
+    if handcoded_games:
+        # One small-room game per task type in turn (ALFWorld's expert costs seconds per step).
+        sample = [generate_game(500 + k, replace(SMALL_ROOMS, task_types=(TASK_TYPES[k % len(TASK_TYPES)],)))
+                  for k in range(handcoded_games)]
+        with tempfile.TemporaryDirectory() as folder:
+            result["alfworld_handcoded_expert_small_rooms"] = handcoded_expert_batch(sample, folder)
     return result
 
 
@@ -161,10 +195,12 @@ def main() -> None:
     parser.add_argument("--official-games", type=int, default=1000, help="of those, how many go through both engines")
     parser.add_argument("--official-log", default="runs/alfworld_gen_official.jsonl")
     parser.add_argument("--knob-games", type=int, default=100, help="games per row of the knob table")
+    parser.add_argument("--handcoded-games", type=int, default=0,
+                        help="small-room games played by ALFWorld's own hand-coded expert (official engine)")
     parser.add_argument("--out", default=None, help="write the result as JSON here")
     args = parser.parse_args()
     result = run(args.quick, games=args.games, official_games=args.official_games,
-                 official_log=args.official_log, knob_games=args.knob_games)
+                 official_log=args.official_log, knob_games=args.knob_games, handcoded_games=args.handcoded_games)
     table = result.pop("knob_table", None)
     print(json.dumps(result, indent=2))
     if table:

@@ -11,7 +11,8 @@ by the env's generator (a new seed each round, so the batch's embeddings are not
 * ``floor_s``: the reference run beside it: only json.loads + schema validation of the same
   64 texts, the part any judge pays; ``judge_new / floor`` is the load-independent ratio;
 * ``generate_s``: the generator's time for the 64 records;
-* ``build_s``: making the env (task, references, judge cluster) in this process.
+* ``build_s``: making the env (task, references, judge cluster) in this process; with another
+  embedder, building its judge cluster (embedding the references).
 
 Medians over the rounds. With ``--minilm`` (and not quick) the same is measured with the
 all-MiniLM-L6-v2 embedder (`lmgym.policies.embeddings.MiniLMEmbedder`) on one task. The
@@ -48,7 +49,9 @@ def _timed(function, *args):
 
 def measure_task(task: str, rounds: int, embedder=None) -> dict:
     env, build_s = _timed(lambda: PromptEditEnv(task, batch_size=BATCH))
-    judge = env.judge if embedder is None else JudgeCluster(env.task, embedder)
+    judge = env.judge
+    if embedder is not None:  # then "build" is this judge's: embedding the references with `embedder`
+        judge, build_s = _timed(JudgeCluster, env.task, embedder)
     # a mid-specific prompt: every library append but the examples, so batches mix successes and failures
     prompt = env.task.initial_prompt
     for index, name in enumerate(env.library.entries):

@@ -61,11 +61,17 @@ def _summary(samples_ms: list[float]) -> dict[str, float]:
     return {"median_ms": float(np.median(values)), "p95_ms": float(np.percentile(values, 95)), "n": len(values)}
 
 
+def _step_kind(action: str) -> str:
+    if action == "click[buy now]":
+        return "step:buy"
+    return "step:search" if action.startswith("search[") else "step:click"
+
+
 def measure(num_products: int, episodes: int, searches: int) -> dict:
     """Every figure for one catalogue size, measured in this process."""
     from lmgym.envs.webshop.expert import instruction_query
     from lmgym.envs.webshop.gen import WebShopGenEnv
-    from lmgym.envs.webshop.reward import _noun_tagger
+    from lmgym.envs.webshop.reward import noun_tagger
 
     baseline_mb = _rss_peak_mb()
     calibration = _calibration_ms()
@@ -87,7 +93,7 @@ def measure(num_products: int, episodes: int, searches: int) -> dict:
         env.index.search(query)
         search_ms.append((time.perf_counter() - t) * 1e3)
 
-    _noun_tagger()  # load spaCy outside the timed steps
+    noun_tagger()  # load spaCy outside the timed steps
     reset_ms: list[float] = []
     steps: dict[str, list[float]] = {"step:search": [], "step:click": [], "step:buy": []}
     rewards = []
@@ -100,8 +106,7 @@ def measure(num_products: int, episodes: int, searches: int) -> dict:
             t = time.perf_counter()
             _, reward, terminated, _, info = env.step(action)
             elapsed = (time.perf_counter() - t) * 1e3
-            kind = "step:buy" if action == "click[buy now]" else "step:search" if action.startswith("search[") else "step:click"
-            steps[kind].append(elapsed)
+            steps[_step_kind(action)].append(elapsed)
             if terminated:
                 rewards.append(reward)
                 break

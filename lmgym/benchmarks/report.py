@@ -31,7 +31,10 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0 or n successes the bound is exactly 0 or 1; floating point lands a hair off it.
+    low = 0.0 if successes == 0 else centre - half
+    high = 1.0 if successes == n else centre + half
+    return low, high
 
 
 def _mean(values: list[float]) -> float | None:

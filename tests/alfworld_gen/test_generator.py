@@ -107,3 +107,12 @@ def test_bad_knobs_are_clear_errors():
         GenKnobs(split="test")
     with pytest.raises(ValueError, match="closed_prob"):
         GenKnobs(closed_prob=2.0)
+
+
+def test_traj_data_names_what_alfworld_reads():
+    household = generate_game(1, GenKnobs(task_types=("look_at_obj_in_light",)))
+    traj = household.traj_data()
+    assert traj["task_type"] == "look_at_obj_in_light"
+    assert traj["pddl_params"]["object_target"] == household.target
+    assert traj["pddl_params"]["toggle_target"] == "DeskLamp" and traj["pddl_params"]["parent_target"] == ""
+    assert traj["scene"]["floor_plan"] == f"FloorPlan{household.scene}"

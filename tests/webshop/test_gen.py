@@ -114,12 +114,12 @@ def test_latency_benchmark_measures_every_kind():
 
 
 def test_every_option_value_survives_colour_normalisation():
-    from lmgym.envs.webshop.reward import _thefuzz_process, normalize_color
+    from lmgym.envs.webshop.reward import fuzzy_process, normalize_color
 
     for name, values in gen.OPTION_VALUES.items():
         for value in values:
             normal = normalize_color(value)
-            assert normal == value or normal in _thefuzz_process((name.lower(), value)).split(), (name, value)
+            assert normal == value or normal in fuzzy_process((name.lower(), value)).split(), (name, value)
 
 
 def test_buying_any_goal_exactly_meets_every_goal_term():

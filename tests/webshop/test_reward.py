@@ -191,8 +191,9 @@ def _difflib_ratio(a, b):
 
 
 def _thefuzz_019_token_set_ratio(s1, s2):
-    """Reference of thefuzz 0.19 ``_token_set(partial=False)``, written from its documentation."""
-    p1, p2 = R._thefuzz_process(s1), R._thefuzz_process(s2)
+    """Reference of thefuzz 0.19 ``_token_set(partial=False)`` over difflib, written from its
+    source's description (the preprocessing, `R.fuzzy_process`, is shared: only the ratio differs)."""
+    p1, p2 = R.fuzzy_process(s1), R.fuzzy_process(s2)
     if not p1 or not p2:
         return 0
     t1, t2 = set(p1.split()), set(p2.split())
@@ -213,6 +214,15 @@ def test_fuzzy_decisions_agree_with_thefuzz_019_on_real_pairs():
     rng = random.Random(0)
     pairs = [(rng.choice(product_attrs), rng.choice(goal_attrs)) for _ in range(3000)]
     pairs += [(p, g) for g in goal_attrs[:40] for p in product_attrs if p.split()[0] == g.split()[0]]
+    # Option values as the reward sees them: chosen values against goal values and (name, value) pairs.
+    raw = json.loads((folder / "items_shuffle_1000.json").read_text())
+    options = sorted({(name.lower(), o["value"].strip().replace("/", " | ").lower())
+                      for item in raw if item["customization_options"]
+                      for name, values in item["customization_options"].items() if values for o in values})
+    for name, value in rng.sample(options, 300):
+        for other_name, other in rng.sample(options, 10):
+            pairs += [(R.normalize_color(value), R.normalize_color(other)),
+                      (R.normalize_color(value), R.normalize_color((other_name, other)))]
     disagreements = [(a, b) for a, b in pairs
                      if R.fuzzy_match(a, b) != (_thefuzz_019_token_set_ratio(a, b) > R.FUZZY_THRESHOLD)]
     assert not disagreements
@@ -238,7 +248,14 @@ def test_buying_each_test_goal_exactly_scores_one_unless_normalisation_splits_an
         # normalize_color turns into a colour name ("black2626" -> "black") no longer shares a
         # token with the goal's ("color", "black2626") pair.
         assert breakdown["r_att"] == 1.0 and breakdown["r_type"] == 1.0 and breakdown["r_price"] is True
-        assert any(R.normalize_color(v) != v and R.normalize_color(v) not in R._thefuzz_process((k, v)).split()
+        assert any(R.normalize_color(v) != v and R.normalize_color(v) not in R.fuzzy_process((k, v)).split()
                    for k, v in chosen.items())
         short.append(index)
     assert len(short) < 0.1 * 500
+
+
+def test_fuzzy_preprocessing_is_thefuzz_019s():
+    assert R.fuzzy_process("Black_Style-99234 / Navy") == "black_style 99234   navy"  # \W keeps "_"
+    assert R.fuzzy_process(("color", "navy blue")) == "color    navy blue"  # str() of the pair
+    assert R.fuzzy_process("crème brûlée") == "crme brle"  # force_ascii drops non-ASCII
+    assert R.token_set_ratio("", "x") == 0 and R.token_set_ratio("--", "x") == 0

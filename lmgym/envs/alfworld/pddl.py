@@ -123,6 +123,7 @@ class ConjunctiveGoal:
 
     @staticmethod
     def supports(goal: Any) -> bool:
+        """Whether `goal` has the nested exists/and shape (`__init__` may still refuse it)."""
         if isinstance(goal, str):
             return False
         head = goal[0]
@@ -160,6 +161,8 @@ class ConjunctiveGoal:
                 chosen = tests[0]
             else:
                 atoms = [l for l in remaining if l[0] not in ("not", "=")]
+                if not atoms:
+                    raise ValueError("a negation or equality has variables no atom binds")
                 # Most constants or bound variables first; then fewer free variables.
                 chosen = max(atoms, key=lambda l: (sum(not _is_var(t) or t in bound for t in l[1:]),
                                                    -len(variables(l) - bound)))

@@ -11,11 +11,16 @@ batching layer is left out: it only forwards these states. Install with
 from __future__ import annotations
 
 import importlib
+import json
+import re
 from typing import Any, Mapping
 
 from lmgym.envs.alfworld.engine import EngineStep
 
 REQUIRED_MODULES = ("textworld", "alfworld")
+#: The JSON string of the grammar's task rule, e.g. ``"task": [{"rhs": "Your task is to: ..."}]``.
+_TASK_RULE = re.compile(r'"task":\s*\[\s*\{\s*"rhs":\s*"((?:[^"\\]|\\.)*)"\s*\}\s*\]')
+_TASK_PLACEHOLDER = "LMGYM TASK PLACEHOLDER"
 
 
 def _import_official():
@@ -73,6 +78,9 @@ def memoize_official_engine() -> None:
     * ``fast_downward.pddl2sas``; the ``optimize=True`` translation feeds only
       ``PddlState.replan`` (``policy_commands`` and the walkthrough extra), which ALFWorld's
       text env never requests, so it is answered with the plain translation;
+    * the game logic parse (``textworld.envs.pddl.logic._parse_and_convert`` of the grammar):
+      ALFWorld's grammars differ only in the ``task`` rule, so the rest is parsed once and the
+      task rule is parsed per game and put in its place;
     * ``textgen.copy_context`` and ``Symbol.copy`` deep-copy every derivation context, game
       state and entity records included (most of a step's time); the copies here share the
       objects derivation only reads (the ``PddlState``, the fact list, the ``EntityInfo``
@@ -87,6 +95,7 @@ def memoize_official_engine() -> None:
 
     import fast_downward
     import textworld.logic
+    from textworld.envs.pddl import logic as pddl_logic
     from textworld.envs.pddl import textgen
 
     if getattr(fast_downward, "_lmgym_memoized", False):
@@ -142,4 +151,21 @@ def memoize_official_engine() -> None:
 
     textgen.copy_context = copy_context
     textgen.Symbol.copy = symbol_copy
+
+    parse_logic = pddl_logic._parse_and_convert
+    parsed_logic = functools.lru_cache(maxsize=8)(lambda text: parse_logic(text, rule_name="pddlStart"))
+
+    def parse_logic_once(text, rule_name, **kwargs):
+        match = _TASK_RULE.search(text)
+        if rule_name != "pddlStart" or match is None or kwargs:
+            return parse_logic(text, rule_name=rule_name, **kwargs)
+        actions, grammar = parsed_logic(text[:match.start(1)] + _TASK_PLACEHOLDER + text[match.end(1):])
+        task = json.loads(f'"{match.group(1)}"')
+        task_rule = textgen.ContextSensitiveGrammar.parse(json.dumps({"task": [{"rhs": task}]}))
+        own = textgen.ContextSensitiveGrammar()
+        for name, rules in grammar._rules.items():
+            own._rules[name] = list(task_rule._rules["task"] if name == "task" else rules)
+        return dict(actions), own
+
+    pddl_logic._parse_and_convert = parse_logic_once
     fast_downward._lmgym_memoized = True

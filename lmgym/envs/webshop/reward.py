@@ -25,9 +25,10 @@ version its tests ``tests/web-agent-site/engine/test_goal.py`` exercise):
 
 Two behaviours kept on purpose because they are what the original computes:
 
-* The fuzzy ratio is thefuzz 0.19's ``token_set_ratio`` (the version WebShop pins): inputs are
-  stringified, stripped to ASCII, lower-cased with non-alphanumerics turned into spaces, and
-  the score is rounded to an integer before the ``> 85`` test. rapidfuzz computes the ratio.
+* The fuzzy ratio is thefuzz 0.19's ``token_set_ratio`` (the version WebShop pins): inputs
+  are stringified, stripped to ASCII, non-word characters (regex ``\\W``) turned into spaces,
+  lower-cased, and the score is rounded to an integer before the ``> 85`` test. rapidfuzz
+  computes the ratio.
 * When ``goal_options`` is a dict (the synthetic goals), the original passes
   ``goal['goal_options'].items()`` to the option matcher, so each goal option is the
   ``(name, value)`` pair: colour normalisation then tests the pair's members for equality with
@@ -41,11 +42,13 @@ Success is a total of exactly 1.0; a split's score is the mean total x 100.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Mapping, Sequence
 
 from rapidfuzz import fuzz
-from rapidfuzz import utils as fuzz_utils
 
+#: thefuzz 0.19 ``StringProcessor.replace_non_letters_non_numbers_with_whitespace``.
+_NON_WORD = re.compile(r"(?ui)\W")
 #: Fuzzy matches need a token-set ratio strictly above this (goal.py, both matchers).
 FUZZY_THRESHOLD = 85
 #: POS tags that count as nouns in the title score ('PNOUN' is not a spaCy tag; goal.py lists it).
@@ -76,11 +79,11 @@ COLOR_SET = (
 
 
 # -- the fuzzy matcher and colour normalisation --------------------------------------------
-def _thefuzz_process(value: Any) -> str:
-    """thefuzz 0.19 ``full_process(value, force_ascii=True)``: str(), ASCII only, then
-    lower case with every non-alphanumeric character replaced by a space, stripped."""
+def fuzzy_process(value: Any) -> str:
+    """thefuzz 0.19 ``full_process(value, force_ascii=True)``: str(), ASCII only, every
+    non-word character (regex ``\\W``, so ``_`` stays) replaced by a space, lower case, stripped."""
     text = str(value).encode("ascii", "ignore").decode("ascii")
-    return fuzz_utils.default_process(text)
+    return _NON_WORD.sub(" ", text).lower().strip()
 
 
 def token_set_ratio(a: Any, b: Any) -> int:
@@ -88,13 +91,14 @@ def token_set_ratio(a: Any, b: Any) -> int:
 
     Empty processed input scores 0, as in thefuzz (``validate_string``).
     """
-    pa, pb = _thefuzz_process(a), _thefuzz_process(b)
+    pa, pb = fuzzy_process(a), fuzzy_process(b)
     if not pa or not pb:
         return 0
     return int(round(fuzz.token_set_ratio(pa, pb)))
 
 
 def fuzzy_match(a: Any, b: Any) -> bool:
+    """goal.py's test for attributes and options: ``token_set_ratio > 85``."""
     return token_set_ratio(a, b) > FUZZY_THRESHOLD
 
 
@@ -110,9 +114,9 @@ def normalize_color(option: Any) -> Any:
 
 # -- the type factor -----------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
-def _noun_tagger():
-    """spaCy's en_core_web_sm, loaded once per process (tagger and attribute ruler only: the
-    two components that set ``pos_``; the parser and NER do not change it)."""
+def noun_tagger():
+    """spaCy's en_core_web_sm, loaded once per process with the components that set ``pos_``
+    (tok2vec, tagger, attribute ruler); the parser, NER and lemmatizer do not change it."""
     try:
         import spacy
     except ImportError as error:  # pragma: no cover - spaCy ships with the nlp extra
@@ -135,7 +139,7 @@ def _noun_tagger():
 @functools.lru_cache(maxsize=65_536)
 def title_nouns(name: str) -> tuple[str, ...]:
     """Lower-cased tokens of `name` tagged as nouns (goal.py ``get_type_reward``), in order."""
-    return tuple(token.text.lower() for token in _noun_tagger()(name) if token.pos_ in NOUN_TAGS)
+    return tuple(token.text.lower() for token in noun_tagger()(name) if token.pos_ in NOUN_TAGS)
 
 
 def _categories(product_category: str) -> set[str]:

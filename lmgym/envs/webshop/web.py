@@ -215,9 +215,9 @@ def main(args: argparse.Namespace) -> int:
     """Serve until interrupted; returns the exit status."""
     import uvicorn
 
-    from lmgym.envs.webshop.reward import _noun_tagger
+    from lmgym.envs.webshop.reward import noun_tagger
 
-    _noun_tagger()  # load spaCy now, not during a visitor's first purchase
+    noun_tagger()  # load spaCy now, not during a visitor's first purchase
     env_kwargs = {key: value for key, value in (("split", args.split), ("num_products", args.num_products))
                   if value is not None}
     app = create_app(args.env_id, env_kwargs, args.max_sessions)
@@ -227,8 +227,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    import lmgym  # noqa: F401  registers the ids
-
     cli = argparse.ArgumentParser(description="Serve WebShop as a web page")
     add_arguments(cli)
     raise SystemExit(main(cli.parse_args()))
