@@ -19,7 +19,8 @@ all-MiniLM-L6-v2 embedder (`lmgym.policies.embeddings.MiniLMEmbedder`) on one ta
 machine is shared: absolute seconds move with its load; ratios move much less.
 
 Run: ``python benchmarks/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
-two tasks). `run(quick)` returns the figures as a dict.
+two tasks). `run(quick)` returns the figures as a dict. ``--lm-judge`` instead compares the
+SmolLM2 rubric judge with the rule judge on 4 SelfInstruct batches (`measure_lm_judge`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ import time
 import numpy as np
 
 from lmgym.data import DataNotFoundError
-from lmgym.envs.promptedit.edits import apply_edit
+from lmgym.envs.promptedit.edits import FORMAT_SENTENCE, apply_edit
 from lmgym.envs.promptedit.env import PromptEditEnv
-from lmgym.envs.promptedit.judge import JudgeCluster
+from lmgym.envs.promptedit.judge import JudgeCluster, RuleRubricJudge, describe
 from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.tasks import LOADERS
 
@@ -72,6 +73,34 @@ def measure_task(task: str, rounds: int, embedder=None) -> dict:
     return result
 
 
+def measure_lm_judge(task: str, seeds: range) -> dict:
+    """`LMRubricJudge` (SmolLM2-135M-Instruct) against the rule judge on the same findings.
+
+    Batches of 16 for two prompts (the starting one, and one with the format sentence and a
+    field hint) and each seed; reports the seconds per judgement, the share of questions both
+    judges answer alike and each judge's share of "yes".
+    """
+    import torch
+
+    from lmgym.policies.lm_judge import LMRubricJudge
+
+    torch.set_num_threads(1)
+    lm_judge, load_s = _timed(LMRubricJudge)
+    env = PromptEditEnv(task, batch_size=16)
+    hint = env.library.command(0, env.task.initial_prompt).removeprefix("append: ")
+    prompts = [env.task.initial_prompt, f"{env.task.initial_prompt} {hint} {FORMAT_SENTENCE}"]
+    rows = []
+    for prompt in prompts:
+        for seed in seeds:
+            findings = env.judge.measure(env.generator.generate([prompt], 16, seed))
+            statements = describe(findings)
+            (lm_answers, _), seconds = _timed(lm_judge.judge, env.task, env.judge.questions, findings, statements)
+            rule_answers, _ = RuleRubricJudge().judge(env.task, env.judge.questions, findings, statements)
+            rows.append({"seconds": seconds, "agreement": np.mean([lm_answers[q] == rule_answers[q] for q in lm_answers]),
+                         "lm_yes": np.mean(list(lm_answers.values())), "rule_yes": np.mean(list(rule_answers.values()))})
+    return {"load_s": load_s, **{k: float(np.mean([r[k] for r in rows])) for k in rows[0]}, "judgements": len(rows)}
+
+
 def run(quick: bool, minilm: bool = False) -> dict:
     rounds = 2 if quick else 5
     tasks, skipped = {}, {}
@@ -96,7 +125,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 rounds, two tasks")
     parser.add_argument("--minilm", action="store_true", help="also measure with all-MiniLM-L6-v2 (needs torch)")
+    parser.add_argument("--lm-judge", action="store_true", help="only compare the SmolLM2 rubric judge with the rule judge")
     args = parser.parse_args()
+    if args.lm_judge:
+        print(json.dumps(measure_lm_judge("SelfInstruct", range(2))))
+        raise SystemExit(0)
     result = run(args.quick, args.minilm)
     header = "| task | judge 64 new (s) | judge 64 cached (s) | floor (s) | judge/floor | generate 64 (s) | build (s) |"
     print(header + "\n|" + " --- |" * 7)

@@ -8,7 +8,7 @@ line) and reports the win rate, beside the expert's and a random agent's on the 
 
     python examples/train_tiny_react_ar.py --out runs/react_ar
 
-Smoke test: --out {tmp}/react --episodes 4 --steps 4 --eval-episodes 2 --hidden-size 32
+Smoke test: --out {tmp}/react --episodes 4 --steps 4 --eval-episodes 1 --max-episode-steps 2 --hidden-size 32
 """
 
 import argparse
@@ -33,6 +33,7 @@ parser.add_argument("--episodes", type=int, default=200, help="expert episodes t
 parser.add_argument("--steps", type=int, default=300)
 parser.add_argument("--hidden-size", type=int, default=64)
 parser.add_argument("--eval-episodes", type=int, default=20, help="unseen seeds 10_000.. to play")
+parser.add_argument("--max-episode-steps", type=int, default=None, help="cap on moves per played episode (default: the env's limit)")
 parser.add_argument("--threads", type=int, default=2)
 args = parser.parse_args()
 out = Path(args.out)
@@ -68,7 +69,7 @@ wins = {"model": 0, "expert": 0, "random": 0}
 for k in range(args.eval_episodes):
     seed = 10_000 + k
     observation, info = env.reset(seed=seed)
-    for _ in range(env.spec.max_episode_steps or 50):
+    for _ in range(args.max_episode_steps or env.spec.max_episode_steps or 50):
         observation, reward, terminated, truncated, info = env.step(model_action(info["task"], observation))
         if terminated or truncated:
             break

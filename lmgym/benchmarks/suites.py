@@ -95,7 +95,8 @@ def representative_ids() -> list[str]:
     return [i for ids in chosen.values() for i in ids]
 
 
-def _usable(env_ids: list[str], notes: list[str]) -> list[tuple[str, Probe]]:
+def usable_envs(env_ids: list[str], notes: list[str]) -> list[tuple[str, Probe]]:
+    """The ids of `env_ids` that can run here, with their probes; why not for the others goes to `notes`."""
     usable = []
     for env_id in env_ids:
         reason = missing_requirement(ENVS[env_id]) or probe(env_id).note
@@ -113,7 +114,7 @@ def smoke_suite() -> BenchmarkSpec:
 
 def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
     notes: list[str] = []
-    envs = tuple(_env(env_id, found) for env_id, found in _usable(representative_ids(), notes))
+    envs = tuple(_env(env_id, found) for env_id, found in usable_envs(representative_ids(), notes))
     return BenchmarkSpec("default", envs, AGENTS, episodes=episodes, notes=tuple(notes))
 
 

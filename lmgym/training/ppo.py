@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated
 
+import gymnasium as gym
 import numpy as np
 import torch
 import tyro
@@ -33,7 +34,6 @@ from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-import gymnasium as gym
 from lmgym.agents.base import Agent, RandomAgent
 from lmgym.agents.ppo_agent import ENCODER_FILE, PPOAgent
 from lmgym.agents.runner import run_episode
@@ -150,7 +150,7 @@ def plot_learning_curve(rows: list[dict], path: Path, title: str, reference: dic
     for (name, rate), style in zip(sorted(reference.items()), ("--", ":", "-.")):
         ax.axhline(rate, linestyle=style, color="gray" if name == "random" else "black", label=f"eval: {name}")
     ax.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

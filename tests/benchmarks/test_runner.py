@@ -50,7 +50,9 @@ def test_outputs_and_paired_seeds(tmp_path, reference_rows):
 
 
 def test_resume_after_interrupt_loses_and_repeats_nothing(tmp_path, reference_rows):
-    def interrupt_after_five(row, seen=[]):
+    seen = []
+
+    def interrupt_after_five(row):
         seen.append(row)
         if len(seen) == 5:
             raise KeyboardInterrupt  # what Ctrl-C raises in the middle of a run

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol, Sequence
 
@@ -83,7 +83,6 @@ class Verdict:
     answers: dict[str, bool]  # rubric question -> yes/no
     feedback: str
     won: bool
-    samples: list[str] = field(default_factory=list)
 
 
 class RubricJudge(Protocol):
