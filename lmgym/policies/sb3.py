@@ -33,8 +33,28 @@ def masked_mean(embedded: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return (embedded * keep).sum(-2) / keep.sum(-2).clamp(min=1.0)  # (..., D)
 
 
+def task_word_flags(ids: torch.Tensor, task: torch.Tensor) -> torch.Tensor:
+    """1 where a token of `ids` (B, ..., T) also occurs in the task row `task` (B, Tt), else 0."""
+    flat = ids.reshape(ids.shape[0], -1)  # (B, M)
+    present = (flat.unsqueeze(-1) == task.unsqueeze(1)) & (task != PAD_ID).unsqueeze(1)  # (B, M, Tt)
+    return (present.any(-1) & (flat != PAD_ID)).long().reshape(ids.shape)  # (B, ..., T)
+
+
 class TextFeaturesExtractor(BaseFeaturesExtractor):
     """Features ``[state, score_1, ..., score_N]`` of size ``hidden + N``.
+
+    Three measured needs (docs/notes/benchmarks.md, ALFWorld) shape it beyond plain DRRN:
+
+    * Which words of an action are words of the task. ``take spraybottle 3 from cabinet 5``
+      is good only when the task names the spraybottle; learning that from embedding products
+      alone needs every object seen rewarded. Each token's embedding gets a learned
+      ``in task`` / ``not in task`` vector added (the flags are computed here from the ids the
+      observation already holds), and each slot gets its count of task words.
+    * Which verb: the first token of each action is embedded on its own as well (a mean of
+      words loses "take" among four others).
+    * What the other actions say: the state includes the element-wise max of the slot vectors,
+      so a reactive policy sees that it holds the object (a ``move X to ...`` is listed) even
+      when the observation ("You arrive at toilet 1. ...") no longer says so.
 
     Args:
         observation_space: the `TokenIds` Dict space (keys ``task``, ``observation``,
@@ -48,8 +68,9 @@ class TextFeaturesExtractor(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim=hidden + self.num_actions)
         vocab_size = int(observation_space["observation"].high.max()) + 1
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
-        self.state = nn.Sequential(nn.Linear(2 * embed_dim, hidden), nn.Tanh())
-        self.action = nn.Sequential(nn.Linear(embed_dim, hidden), nn.Tanh())
+        self.in_task = nn.Embedding(2, embed_dim)  # added to a token's embedding: is it a task word?
+        self.action = nn.Sequential(nn.Linear(2 * embed_dim + 1, hidden), nn.Tanh())
+        self.state = nn.Sequential(nn.Linear(2 * embed_dim + hidden, hidden), nn.Tanh())
         # Scores a pair from [state, action, state * action]: the product lets one layer match
         # words of the task ("apple") with words of an action ("take apple 1 from ...").
         self.scorer = nn.Sequential(nn.Linear(3 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
@@ -59,9 +80,16 @@ class TextFeaturesExtractor(BaseFeaturesExtractor):
         task = observations["task"].long()  # (B, T)
         text = observations["observation"].long()  # (B, T)
         actions = observations["actions"].long()  # (B, N, L)
-        state = torch.cat([masked_mean(self.embed(task), task), masked_mean(self.embed(text), text)], dim=-1)
+        action_flags = task_word_flags(actions, task)  # (B, N, L)
+        action_words = self.embed(actions) + self.in_task(action_flags)  # (B, N, L, D)
+        task_words = action_flags.sum(-1, keepdim=True).float() / actions.shape[-1]  # (B, N, 1)
+        slots = self.action(torch.cat([masked_mean(action_words, actions), self.embed(actions[..., 0]), task_words],
+                                      dim=-1))  # (B, N, H)
+        listed = (actions[..., 0] != PAD_ID).unsqueeze(-1)  # (B, N, 1)
+        others = slots.masked_fill(~listed, -1.0).max(dim=1).values  # (B, H); tanh >= -1, so padding never wins
+        text_words = self.embed(text) + self.in_task(task_word_flags(text, task))  # (B, T, D)
+        state = torch.cat([masked_mean(self.embed(task), task), masked_mean(text_words, text), others], dim=-1)
         state = self.state(state)  # (B, H)
-        slots = self.action(masked_mean(self.embed(actions), actions))  # (B, N, H)
         paired = state.unsqueeze(1).expand_as(slots)  # (B, N, H)
         scores = self.scorer(torch.cat([paired, slots, paired * slots], dim=-1)).squeeze(-1)  # (B, N)
         return torch.cat([state, scores], dim=-1)  # (B, H + N)

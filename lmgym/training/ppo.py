@@ -100,6 +100,10 @@ class PPOConfig:
     """episodes of the final evaluation, PPO vs random on the same seeds (0: skip)"""
     quiet: bool = False
     """no SB3 stdout table"""
+    init_from: str | None = None
+    """model.zip whose policy (and optimiser state) this run starts from: the next stage of a
+    curriculum, e.g. easy ALFWorld-Gen households before the official games (the encoder
+    settings must match the earlier run's)"""
 
 
 class LearningCurveCallback(BaseCallback):
@@ -185,6 +189,8 @@ def train(config: PPOConfig) -> dict:
         policy_kwargs={"features_extractor_kwargs": {"embed_dim": config.embed_dim, "hidden": config.hidden},
                        "value_hidden": config.hidden},
     )
+    if config.init_from:
+        model.set_parameters(config.init_from, exact_match=True, device="cpu")
     model.set_logger(configure(str(out), ["csv"] if config.quiet else ["csv", "stdout"]))
 
     # ---- callbacks: learning curve, checkpoints ------------------------------------------

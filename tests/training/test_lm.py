@@ -122,3 +122,24 @@ def test_help_lists_the_config_fields(capsys):
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     assert "--objective" in text and "masked-diffusion" in text and "--lora-r" in text
+
+
+def test_ar_to_diffusion_adapter_makes_a_pretrained_ar_folder_bidirectional(records, tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    # a "pretrained" AR folder whose tokenizer has no [MASK] (as SmolLM2's has none)
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.train_from_iterator([f"colour {c}" for c in COLOURS] * 3, trainers.BpeTrainer(
+        vocab_size=280, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<eos>")
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                         num_attention_heads=2, num_key_value_heads=1))
+    model.save_pretrained(tmp_path / "ar")
+    tokenizer.save_pretrained(tmp_path / "ar")
+    train(config(records, tmp_path / "adapted", objective="mdlm", init=str(tmp_path / "ar"), steps=2, max_answer_tokens=48))
+    adapted, adapted_tokenizer, meta = load_checkpoint(tmp_path / "adapted" / "checkpoint")
+    assert adapted.config.is_causal is False and meta["kind"] == "mdlm"
+    assert adapted_tokenizer.mask_token_id == len(tokenizer)  # [MASK] appended
+    assert adapted.get_input_embeddings().num_embeddings == len(tokenizer) + 1
