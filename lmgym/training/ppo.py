@@ -138,8 +138,12 @@ def evaluate(env_id: str, agent: Agent, seeds: list[int], env_kwargs: dict, max_
         env.close()
 
 
-def plot_learning_curve(rows: list[dict], path: Path, title: str, reference: dict[str, float]) -> None:
-    """Success rate over training (moving mean of 50 episodes) with the eval rates as lines."""
+def plot_learning_curve(rows: list[dict], path: Path, title: str, reference: dict[str, float],
+                        stages: list[tuple[int, str]] = ()) -> None:
+    """Success rate over training (moving mean of 50 episodes) with the eval rates as lines.
+
+    `stages` marks curriculum stages: ``(first timestep, label)`` pairs drawn as vertical lines.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -153,8 +157,11 @@ def plot_learning_curve(rows: list[dict], path: Path, title: str, reference: dic
         ax.plot([r["timestep"] for r in rows][window - 1:], moving, label=f"training (mean of {window} episodes)")
     for (name, rate), style in zip(sorted(reference.items()), ("--", ":", "-.")):
         ax.axhline(rate, linestyle=style, color="gray" if name == "random" else "black", label=f"eval: {name}")
+    for start, label in stages:
+        ax.axvline(start, color="tab:red", linewidth=0.8)
+        ax.annotate(label, (start, 1.0), xytext=(3, -3), textcoords="offset points", fontsize=7, va="top")
     ax.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="center right", fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

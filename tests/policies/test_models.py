@@ -106,6 +106,5 @@ def test_smollm2_loads_and_generates_offline(monkeypatch):
     torch.set_num_threads(2)
     model, tokenizer = load_smollm2(dtype=torch.float32)
     assert 134e6 < sum(p.numel() for p in model.parameters()) < 135e6
-    answers = generate_text(model, tokenizer, ["What is the capital of France?", "Say hello."], max_new_tokens=8, chat=True)
-    assert "Paris" in answers[0]
-    assert all(isinstance(a, str) and a for a in answers)
+    answer = generate_text(model, tokenizer, ["What is the capital of France?"], max_new_tokens=8, chat=True)[0]
+    assert "Paris" in answer

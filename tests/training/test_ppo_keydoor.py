@@ -11,7 +11,7 @@ from lmgym.agents.ppo_agent import PPOAgent  # noqa: E402
 from lmgym.benchmarks.runner import read_rows, run_benchmark  # noqa: E402
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec  # noqa: E402
 from lmgym.envs.sb3_wrappers import TokenEncoder  # noqa: E402
-from lmgym.policies.sb3 import TextFeaturesExtractor, masked_mean  # noqa: E402
+from lmgym.policies.sb3 import TextFeaturesExtractor, masked_mean, task_word_flags  # noqa: E402
 from lmgym.training.ppo import PPOConfig, main, train  # noqa: E402
 
 
@@ -70,6 +70,28 @@ def test_same_seed_gives_identical_parameters(tmp_path):
     first, second = parameters("a"), parameters("b")
     assert first.keys() == second.keys()
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_init_from_starts_where_the_earlier_run_ended(trained, tmp_path):
+    """A curriculum stage: with a zero learning rate the next run keeps the loaded policy exactly."""
+    from sb3_contrib import MaskablePPO
+
+    out, _ = trained
+    train(PPOConfig(steps=256, n_steps=64, num_envs=2, learning_rate=0.0, init_from=str(out / "model.zip"),
+                    out=str(tmp_path), quiet=True, eval_episodes=0, checkpoint_every=0))
+    before = MaskablePPO.load(out / "model.zip").policy.state_dict()
+    after = MaskablePPO.load(tmp_path / "model.zip").policy.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+
+
+def test_task_word_flags_mark_the_action_words_the_task_names():
+    encoder = TokenEncoder(max_tokens=8, max_actions=3, action_tokens=6, vocab_size=4096)
+    info = {"task": "put some apple on table.",
+            "admissible_actions": ["go to table 1", "take apple 2 from shelf 1", "take mug 1 from shelf 1"]}
+    obs = {k: torch.as_tensor(v).unsqueeze(0) for k, v in encoder.encode("You see an apple", info).items()}
+    flags = task_word_flags(obs["actions"], obs["task"])  # (1, 3, 6)
+    assert flags[0].tolist() == [[0, 0, 1, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0]]
+    assert task_word_flags(obs["observation"], obs["task"])[0].tolist() == [0, 0, 0, 1, 0, 0, 0, 0]  # pads: 0
 
 
 def test_features_extractor_ignores_padding():

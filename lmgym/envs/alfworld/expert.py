@@ -126,7 +126,7 @@ class Expert:
 
     def _pick_and_place(self, held: list[str]) -> tuple[str, str]:
         spec, target = self.spec, self._target_receptacle()
-        goal = f"{spec.count} " if spec.count > 1 else ""
+        goal = f"{spec.count} " if spec.count > 1 else "a "
         goal += f"{self._what()} in a {spec.receptacle_type.removesuffix('type')}"
         if not held:
             return self._fetch(exclude=self._placed(target) if target else [], why=f"I need {goal}")
