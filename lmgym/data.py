@@ -60,3 +60,8 @@ def find_data(
         + (f"(or {env_var} to the {family} folder itself) " if env_var else "")
         + f"with this layout:\n{layout}\nOfficial files: {source}"
     )
+
+
+def cache_dir() -> Path:
+    """``LMGYM_CACHE`` or ``~/.cache/lmgym``: derived files (converted weights, parsed data)."""
+    return Path(os.environ.get("LMGYM_CACHE") or Path.home() / ".cache" / "lmgym").expanduser()

@@ -1,6 +1,6 @@
 """The native engine against the official one (TextWorld PddlEnv + ALFWorld wrappers).
 
-Every validation game (274) and every 20th train game: the stored walkthrough, then a seeded
+Every validation game (274) and every 40th train game (18): the stored walkthrough, then a seeded
 random walk of admissible, re-cased, re-spaced and invalid commands. Observation text, sorted
 admissible commands, won and done must be identical at every step. The official engine runs
 memoized (`memoize_official_engine`: pure parsers cached, identical output, checked below
@@ -23,7 +23,7 @@ from lmgym.envs.alfworld.textworld_engine import TextWorldEngine, memoize_offici
 
 CHUNKS = 8
 WALK_STEPS = 10
-TRAIN_EVERY = 20
+TRAIN_EVERY = 40
 
 
 def _games(alfworld_games) -> list[str]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -43,7 +42,7 @@ from typing import Any, Callable
 import jsonschema
 import numpy as np
 
-from lmgym.data import data_root, find_data
+from lmgym.data import cache_dir, data_root, find_data
 from lmgym.io import atomic_write_json
 
 #: A semantic check: (name, yes/no question, predicate on a schema-valid record).
@@ -384,7 +383,7 @@ def _multiwoz_extract(folder: Path) -> dict[str, Any]:
     for path in sources:
         stat = path.stat()
         key.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    cache = Path(os.environ.get("LMGYM_CACHE") or Path.home() / ".cache" / "lmgym") / "promptedit" / f"multiwoz-{key.hexdigest()[:16]}.json"
+    cache = cache_dir() / "promptedit" / f"multiwoz-{key.hexdigest()[:16]}.json"
     if cache.exists():
         try:
             return json.loads(cache.read_text(encoding="utf-8"))
