@@ -65,10 +65,11 @@ def main() -> None:
         print(f"stage {k} ({label}): {result['steps']} steps in {result['train_seconds']} s, "
               f"{result['training_episodes']} episodes")
         with open(stage_out / "learning_curve.csv") as f:
-            rows = [{**r, "timestep": int(r["timestep"]) + offset, "won": r["won"] == "True"} for r in csv.DictReader(f)]
+            rows = [{**r, "timestep": int(r["timestep"]) + offset, "won": r["won"] == "True"}
+                    for r in csv.DictReader(f)]
         curve += rows
         stages.append((offset, label))
-        offset = curve[-1]["timestep"] if curve else offset + config.steps
+        offset += result["timesteps"]
         model_path = str(stage_out / "model.zip")
 
     # ---- evaluate on valid_seen: every pick_and_place_simple game once, paired agents --------

@@ -230,10 +230,12 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
     for block in range(num_blocks):
         start, end = prompt_len + block * block_length, prompt_len + (block + 1) * block_length
         schedule = num_transfer_tokens(x[:, start:end] == mask_id, steps_per_block)  # (B, steps)
+        # Each step commits at least one token per row, so a block takes at most block_length
+        # steps; the cap only bites if the model itself predicts [MASK], which stays a hole
+        # (as in the reference sampler).
+        max_steps = steps_per_block if threshold is None else block_length
         cache, step = None, 0
-        while (x[:, start:end] == mask_id).any():
-            if threshold is None and step >= steps_per_block:
-                break
+        while (x[:, start:end] == mask_id).any() and step < max_steps:
             # The first step of a block sees the whole canvas (and fills the cache); later steps
             # reuse the prefix keys and feed only x[:, start:].
             offset = start if cache is not None else 0

@@ -7,8 +7,8 @@ network scores every (state, action) pair. A plain MLP head over the slot positi
 have to learn that slot 3 means "take apple" in one state and "go to sink" in the next.
 
 * `TextFeaturesExtractor`: every text row is the masked mean of its token embeddings (order-
-  free, enough for short command grammars, and fast on one CPU core); features are
-  ``[state (H), score_1 .. score_N]``.
+  free, enough for short command grammars, and fast on one CPU core), each token marked by
+  whether the task contains it; features are ``[state (H), score_1 .. score_N]``.
 * `SlotScoringPolicy`: sb3-contrib's maskable multi-input actor-critic whose action head reads
   the N scores as logits (masking then removes inadmissible slots); the value head is an MLP
   over all the features.

@@ -216,6 +216,7 @@ def train(config: PPOConfig) -> dict:
 
     # ---- evaluation: PPO vs random on the same seeds ---------------------------------------
     result = {"env_id": config.env_id, "env_kwargs": env_kwargs, "steps": config.steps,
+              "timesteps": model.num_timesteps,  # steps rounded up to whole rollouts
               "train_seconds": round(train_seconds, 2), "training_episodes": len(curve.rows),
               "eval_seeds": [], "success": {}}
     if config.eval_episodes:
