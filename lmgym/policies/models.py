@@ -31,6 +31,8 @@ from transformers import (
     PreTrainedTokenizerBase,
 )
 
+from lmgym.data import cache_dir
+
 
 
 @dataclass
@@ -122,11 +124,6 @@ def resize_for_tokenizer(model: PreTrainedModel, tokenizer: PreTrainedTokenizerB
     model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
     for matrix in {id(m.weight): m.weight for m in (model.get_input_embeddings(), model.get_output_embeddings()) if m is not None}.values():
         matrix[old:] = matrix[:old].mean(dim=0)
-
-
-def cache_dir() -> Path:
-    """``LMGYM_CACHE`` or ``~/.cache/lmgym``: where converted weights and trained defaults live."""
-    return Path(os.environ.get("LMGYM_CACHE") or Path.home() / ".cache" / "lmgym")
 
 
 def smollm2_gguf_path() -> Path:

@@ -299,7 +299,7 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
-    cfg = tyro.cli(LMTrainConfig, args=argv, description=__doc__.split("\n\n")[0])
+    cfg = tyro.cli(LMTrainConfig, args=argv, prog="lmgym train lm", description=__doc__.split("\n\n")[0])
     metrics = train(cfg)
     if metrics:
         print(f"step {metrics['train/step']}: loss {metrics['train/loss']:.4f} -> {Path(cfg.out) / 'checkpoint'}")

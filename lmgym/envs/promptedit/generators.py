@@ -107,12 +107,57 @@ def _splice(first: str, second: str) -> str:
     return " ".join(a[: len(a) // 2] + b[len(b) // 2:]) or first
 
 
-def training_pairs(task: SchemaTask, seed: int = 0, per_record: int = 1) -> list[tuple[str, str]]:
+def _cut_words(value: Any, max_words: int, max_items: int, keep: frozenset[str] = frozenset()) -> Any:
+    """`value` with every string cut to its first `max_words` words (a final "?" kept) and
+    every list cut to its first `max_items` items plus any item in `keep`, recursively."""
+    if isinstance(value, str):
+        words = value.split()
+        if len(words) <= max_words:
+            return value
+        cut = " ".join(words[:max_words])
+        return cut.rstrip("?") + "?" if value.rstrip().endswith("?") else cut
+    if isinstance(value, list):
+        items = [v for k, v in enumerate(value) if k < max_items or v in keep]
+        return [_cut_words(v, max_words, max_items, keep) for v in items]
+    if isinstance(value, dict):
+        return {k: _cut_words(v, max_words, max_items, keep) for k, v in value.items()}
+    return value
+
+
+def compact_record(task: SchemaTask, record: dict[str, Any], max_words: int = 6, max_items: int = 2) -> dict[str, Any]:
+    """A shorter version of `record` that is still schema-valid and passes the same semantic checks.
+
+    String values are cut to their first `max_words` words (a question keeps its "?") and lists
+    to their first `max_items` items, plus any item equal to another field's value; every string
+    is cut the same way, so equal strings stay equal (TruthfulQA's best answer stays one of the
+    correct answers). When the cut record
+    fails the schema or a semantic check the original passes (an empty list, correct and
+    incorrect answers cut into the same words, a pronoun referent cut out of the input), both
+    budgets double, up to the original record. A tiny generator with a short answer window
+    then learns every record's shape instead of only the short records'.
+    """
+    if task.validate(record):
+        return record
+    failed = set(task.failed_checks(record))
+    keep = frozenset(v for v in record.values() if isinstance(v, str))  # list items other fields point to
+    words, items = max_words, max_items
+    while True:
+        candidate = _cut_words(record, words, items, keep)
+        if candidate == record:
+            return record
+        if not task.validate(candidate) and set(task.failed_checks(candidate)) <= failed:
+            return candidate
+        words, items = words * 2, items * 2
+
+
+def training_pairs(task: SchemaTask, seed: int = 0, per_record: int = 1, compact: int | None = None) -> list[tuple[str, str]]:
     """(prompt, record JSON) pairs for training a generator on the train references.
 
     Prompts vary in specificity: the task's starting prompt followed by a seeded random subset
     of the edit library's appends (field hints, variety and novelty requests, the format
-    sentence). Examples are left out so the generator learns records, not copying.
+    sentence). Examples are left out so the generator learns records, not copying. With
+    ``compact=k`` each record is first shortened by `compact_record` (strings cut to k words,
+    lists to 2 items, still schema-valid and passing the same semantic checks).
     """
     rng = np.random.default_rng(seed)
     appends = [field_hint(task, f) for f in task.fields] + [variety_request(f) for f in task.fields]
@@ -123,6 +168,6 @@ def training_pairs(task: SchemaTask, seed: int = 0, per_record: int = 1) -> list
             prompt = task.initial_prompt
             for k in sorted(rng.permutation(len(appends))[: int(rng.integers(len(appends) + 1))]):
                 prompt = apply_edit(prompt, f"append: {appends[k]}").prompt
-            pairs.append((prompt, json.dumps(record, ensure_ascii=False)))
+            pairs.append((prompt, json.dumps(compact_record(task, record, compact) if compact else record, ensure_ascii=False)))
     return pairs
 
