@@ -29,18 +29,21 @@ from lmgym.training.lm import LMTrainConfig, train
 TASKS = ["TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ"]
 #: prompt variants per train record, so the small tasks are not drowned by MultiWOZ's 1,739
 VARIANTS = {"TruthfulQA": 8, "SelfInstruct": 8, "SuperNI": 2, "MultiWOZ": 1}
+#: records are compacted (strings cut to 5 words, lists to 2 items, still schema- and check-valid;
+#: `compact_record`) so every record fits the 128-token answer window instead of being dropped
+COMPACT_WORDS = 5
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/json_mdlm")
-parser.add_argument("--steps", type=int, default=400)
+parser.add_argument("--steps", type=int, default=2000)
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")
 parser.add_argument("--samples", type=int, default=16, help="records sampled per task for the validity check")
-parser.add_argument("--hidden-size", type=int, default=96)
-parser.add_argument("--num-layers", type=int, default=2)
+parser.add_argument("--hidden-size", type=int, default=128)
+parser.add_argument("--num-layers", type=int, default=4)
 parser.add_argument("--init", default=None, help="'smollm2' or an AR model folder to adapt (AR-to-diffusion)")
-parser.add_argument("--batch-size", type=int, default=8)
+parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--lr", type=float, default=3e-3)
-parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--threads", type=int, default=1)
 parser.add_argument("--install", action="store_true", help=f"copy the checkpoint to {DEFAULT_CHECKPOINT}")
 args = parser.parse_args()
 out = Path(args.out)
@@ -50,15 +53,15 @@ records_file = out / "records.jsonl"
 if not records_file.exists():
     for name in TASKS:
         task = load_task(name)
-        pairs = training_pairs(task, seed=0, per_record=VARIANTS[name])
+        pairs = training_pairs(task, seed=0, per_record=VARIANTS[name], compact=COMPACT_WORDS)
         for prompt, record in pairs[: args.per_task and args.per_task * VARIANTS[name]]:
             append_jsonl(records_file, {"prompt": prompt, "completion": record, "task": name})
 
 # --- training ---
 config = LMTrainConfig(
     data=(str(records_file),), objective="mdlm", out=str(out), init=args.init, vocab_size=1024,
-    hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=4, max_prompt_tokens=48,
-    max_answer_tokens=96, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+    hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=4, max_prompt_tokens=96,
+    max_answer_tokens=128, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
     warmup=min(100, args.steps // 10 + 1), seed=0, save_every=100, threads=args.threads, log_every=50,
 )
 started = time.time()

@@ -17,7 +17,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import safetensors.torch

@@ -9,7 +9,6 @@ from safetensors.torch import load_file
 from lmgym.io import append_jsonl
 from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.policies.diffusion import generate
-from lmgym.policies.generation import generate_text
 from lmgym.policies.tokenizer import decode_answer, prompt_ids
 from lmgym.rollouts import Episode, Step, write_episode
 from lmgym.training.lm import LMTrainConfig, load_pairs, main, train

@@ -290,50 +290,6 @@ class NgramLM:
             self._memo[key] = value
         return value
 
-    def perplexity(self, texts: Sequence[str]) -> float: ...
-
-
-class NgramLM:
-    """Word-token trigram model with Jelinek-Mercer interpolation (pure Python/numpy).
-
-    ``P(w | u, v) = l3 c(u,v,w)/c(u,v) + l2 c(v,w)/c(v) + l1 (c(w) + 1)/(N + V + 1)``, with the
-    add-one unigram giving unseen tokens (one shared <unk>) non-zero mass and terms whose
-    context is unseen dropped (their weight moved to the lower orders). Interpolation as in
-    Chen & Goodman (1998), "An Empirical Study of Smoothing Techniques for Language Modeling".
-    Texts are padded with two <s> and one </s>.
-    """
-
-    MEMO_SIZE = 1_000_000  # trigram log-probabilities remembered (cleared when full)
-
-    def __init__(self, texts: Sequence[str], weights: tuple[float, float, float] = (0.2, 0.3, 0.5)):
-        self.weights = weights
-        self.unigrams: Counter = Counter()
-        self.bigrams: Counter = Counter()
-        self.trigrams: Counter = Counter()
-        self.contexts1: Counter = Counter()  # c(v) as a bigram context
-        self.contexts2: Counter = Counter()  # c(u, v) as a trigram context
-        for text in texts:
-            tokens = ["<s>", "<s>"] + tokenize(text) + ["</s>"]
-            self.unigrams.update(tokens[2:])
-            for i in range(2, len(tokens)):
-                self.bigrams[(tokens[i - 1], tokens[i])] += 1
-                self.trigrams[(tokens[i - 2], tokens[i - 1], tokens[i])] += 1
-                self.contexts1[tokens[i - 1]] += 1
-                self.contexts2[(tokens[i - 2], tokens[i - 1])] += 1
-        self.total = sum(self.unigrams.values())
-        self.vocabulary = len(self.unigrams) + 1  # + <unk>
-        self._memo: dict[tuple[str, str, str], float] = {}
-
-    def log_prob(self, u: str, v: str, w: str) -> float:
-        l1, l2, l3 = self.weights
-        terms = [(l1, (self.unigrams[w] + 1) / (self.total + self.vocabulary))]
-        if self.contexts1[v]:
-            terms.append((l2, self.bigrams[(v, w)] / self.contexts1[v]))
-        if self.contexts2[(u, v)]:
-            terms.append((l3, self.trigrams[(u, v, w)] / self.contexts2[(u, v)]))
-        weight = sum(l for l, _ in terms)
-        return math.log(sum(l * p for l, p in terms) / weight)
-
     def perplexity(self, texts: Sequence[str]) -> float:
         total_log_prob, count = 0.0, 0
         for text in texts:
