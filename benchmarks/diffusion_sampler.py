@@ -4,9 +4,9 @@ Model: the committed default of `lmgym.policies.record_generator` (trained by
 ``examples/train_tiny_mdlm.py``), so the task is one it was trained for: write a JSON record
 for each PromptEdit task's starting prompt (stored beside the checkpoint, no data needed).
 
-Samplers, all on the same model and prompts, answer length 96 in blocks of 32:
+Samplers, all on the same model and prompts, answer length the checkpoint's (128) in blocks of 32:
 
-* ``reference``: `lmgym.policies.diffusion.generate` with one token per step (steps = 96), the
+* ``reference``: `lmgym.policies.diffusion.generate` with one token per step (steps = 128), the
   usual quality setting of LLaDA;
 * ``threshold``: `fast_generate`, confidence threshold 0.9, no cache (Fast-dLLM's parallel
   decoding alone);
@@ -14,14 +14,17 @@ Samplers, all on the same model and prompts, answer length 96 in blocks of 32:
 
 Measured per sampler: generated tokens per second (answer tokens of the batch / wall time),
 forward passes per answer token (of one sequence), the share of valid JSON objects among the
-decoded answers (the task accuracy; schema validity too when LMGYM_DATA has the tasks), and,
+decoded answers (the task accuracy; with LMGYM_DATA also per task: share parsed as JSON,
+share schema-valid, and TSR by the PromptEdit judge = schema-valid and passing the task's
+semantic checks), and,
 at temperature 0, token agreement with the reference. Two settings: greedy (one answer per
 prompt) and sampling at temperature 1 (``n`` answers per prompt, same seeds for every
 sampler). The samplers run interleaved, ``repeats`` times, and the median time counts; the
 machine is shared, so the speed-up ratio (same process, same moment) is the figure to quote,
 absolute tokens/s only with its load note.
 
-Run: ``python benchmarks/diffusion_sampler.py`` (n=8, 3 repeats) or ``--quick`` (2 tasks, n=1, once).
+Run: ``python benchmarks/diffusion_sampler.py`` (n=8, 3 repeats; ``--n``, ``--repeats``) or
+``--quick`` (2 tasks, n=1, once).
 """
 
 from __future__ import annotations
@@ -44,15 +47,32 @@ THRESHOLD = 0.9
 TARGET_SPEEDUP = 3.0
 
 
-def _schema_checker():
-    """task -> record -> bool when the PromptEdit tasks load, else None (JSON validity only)."""
+def _load_tasks(names) -> dict | None:
+    """{name: SchemaTask} when the PromptEdit tasks load, else None (JSON validity only)."""
     try:
         from lmgym.envs.promptedit.tasks import load_task
 
-        tasks = {name: load_task(name) for name in ("TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ")}
+        return {name: load_task(name) for name in names}
     except Exception:  # no LMGYM_DATA: the benchmark still runs, with JSON validity only
         return None
-    return lambda task, record: isinstance(record, dict) and not tasks[task].validate(record)
+
+
+def _per_task(texts: list[str], tasks: list[str], schema_tasks: dict, judges: dict) -> dict:
+    """Per task: share parsed as JSON, share schema-valid, the judge's parse rate and TSR."""
+    report = {}
+    for name in dict.fromkeys(tasks):
+        mine = [t for t, task in zip(texts, tasks) if task == name]
+        records = []
+        for text in mine:
+            try:
+                records.append(json.loads(text))
+            except ValueError:
+                pass
+        findings = judges[name].measure(mine)
+        report[name] = {"samples": len(mine), "json_parse": round(len(records) / len(mine), 4),
+                        "schema_valid": round(sum(isinstance(r, dict) and not schema_tasks[name].validate(r) for r in records) / len(mine), 4),
+                        "judge_parse_rate": findings.metrics["parse_rate"], "tsr": findings.metrics["tsr"]}
+    return report
 
 
 def _validity(texts: list[str], tasks: list[str], schema_ok) -> dict[str, float | None]:
@@ -78,7 +98,7 @@ def _batch(tokenizer, prompts: list[str], max_prompt_tokens: int) -> tuple[torch
     return ids, attention
 
 
-def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1) -> dict:
+def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1, n: int = 8, repeats: int = 3) -> dict:
     """Measure the three samplers; returns settings, per-sampler rows and speed-up ratios."""
     torch.set_num_threads(threads)
     folder = checkpoint or DEFAULT_CHECKPOINT
@@ -86,10 +106,15 @@ def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1) ->
     with open(os.path.join(folder, EVAL_PROMPTS_FILE), encoding="utf-8") as f:
         task_prompts: dict[str, str] = json.load(f)
     gen_length, mask_id = meta["max_answer_tokens"], tokenizer.mask_token_id
-    n, repeats = (1, 1) if quick else (8, 3)
+    n, repeats = (1, 1) if quick else (n, repeats)
     if quick:  # two record types: enough to exercise every sampler and the report
         task_prompts = {name: task_prompts[name] for name in ("SuperNI", "MultiWOZ")}
-    schema_ok = _schema_checker()
+    schema_tasks = _load_tasks(task_prompts)
+    schema_ok = schema_tasks and (lambda task, record: isinstance(record, dict) and not schema_tasks[task].validate(record))
+    if schema_tasks:
+        from lmgym.envs.promptedit.judge import JudgeCluster
+
+        judges = {name: JudgeCluster(task) for name, task in schema_tasks.items()}
 
     samplers = {
         "reference": lambda ids, att, temperature, seed: generate(
@@ -125,10 +150,12 @@ def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1) ->
             passes = gen_length if isinstance(out, torch.Tensor) else out.forward_passes
             answer = sequences[:, ids.shape[1]:]
             wall = statistics.median(seconds[name])
+            texts = [decode_answer(tokenizer, a) for a in answer.tolist()]
             row = {"setting": setting, "sampler": name, "sequences": len(tasks), "seconds": round(wall, 4),
                    "tokens_per_s": round(answer.numel() / wall, 1), "forward_passes": passes,
-                   "passes_per_token": round(passes / gen_length, 4),
-                   **_validity([decode_answer(tokenizer, a) for a in answer.tolist()], tasks, schema_ok)}
+                   "passes_per_token": round(passes / gen_length, 4), **_validity(texts, tasks, schema_ok)}
+            if schema_tasks:
+                row["per_task"] = _per_task(texts, tasks, schema_tasks, judges)
             if temperature == 0:
                 row["agreement_with_reference"] = round(float((answer == reference_answer).float().mean()), 4)
             results["rows"].append(row)
@@ -146,6 +173,14 @@ def to_markdown(results: dict) -> str:
         schema = "-" if r["schema_valid"] is None else f"{r['schema_valid']:.2f}"
         lines.append(f"| {r['setting']} | {r['sampler']} | {r['sequences']} | {r['tokens_per_s']} | {r['passes_per_token']} | "
                      f"{r['json_valid']:.2f} | {schema} | {r.get('agreement_with_reference', '-')} |")
+    per_task = [r for r in results["rows"] if "per_task" in r]
+    if per_task:
+        lines += ["", "| setting | sampler | task | samples | JSON parse | schema valid | TSR (judge) |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in per_task:
+            for task, m in r["per_task"].items():
+                lines.append(f"| {r['setting']} | {r['sampler']} | {task} | {m['samples']} | {m['json_parse']:.2f} | "
+                             f"{m['schema_valid']:.2f} | {m['tsr']:.2f} |")
     lines.append("")
     lines.append("Speed-up in tokens/s over the reference (same process, interleaved): "
                  + ", ".join(f"{k} {v}x" for k, v in results["speedup"].items()))
@@ -157,9 +192,11 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--checkpoint", default=None)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--n", type=int, default=8, help="samples per task prompt at temperature 1")
+    parser.add_argument("--repeats", type=int, default=3, help="timed repeats (the median counts)")
     parser.add_argument("--out", default=None, help="write the results JSON here")
     args = parser.parse_args()
-    results = run(args.quick, args.checkpoint, args.threads)
+    results = run(args.quick, args.checkpoint, args.threads, args.n, args.repeats)
     print(to_markdown(results))
     if args.out:
         from lmgym.io import atomic_write_json

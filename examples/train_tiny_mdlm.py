@@ -4,8 +4,10 @@ Reads the four PromptEdit-JSON tasks (TruthfulQA, SelfInstruct, SuperNI, MultiWO
 LMGYM_DATA), writes their (prompt, record) training pairs to a records file, trains an MDLM
 on it with `lmgym.training.lm` (LLaDA's SFT objective), then asks the trained model for
 records with each task's starting prompt and measures how many parse as JSON and how many pass
-the task's schema. ``--install`` copies the checkpoint to where
+the task's schema. ``--install`` swaps the checkpoint in where
 `lmgym.policies.record_generator` looks for its default (the recipe of the committed model).
+Records are compacted first (`compact_record`: strings cut to 5 words, lists to 2 items, still
+schema-valid and passing the task's semantic checks) so they fit the 128-token answer window.
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
 
@@ -35,7 +37,7 @@ COMPACT_WORDS = 5
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/json_mdlm")
-parser.add_argument("--steps", type=int, default=2000)
+parser.add_argument("--steps", type=int, default=700)
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")
 parser.add_argument("--samples", type=int, default=16, help="records sampled per task for the validity check")
 parser.add_argument("--hidden-size", type=int, default=128)
@@ -91,8 +93,21 @@ for name in TASKS:
 if args.install:
     import shutil
 
-    shutil.rmtree(DEFAULT_CHECKPOINT, ignore_errors=True)
-    shutil.copytree(out / "checkpoint", DEFAULT_CHECKPOINT, ignore=shutil.ignore_patterns("optimizer.pt"))
+    # copy beside the default, clean the meta of this run's paths, then swap the folders
+    staging = DEFAULT_CHECKPOINT.with_name(DEFAULT_CHECKPOINT.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(out / "checkpoint", staging, ignore=shutil.ignore_patterns("optimizer.pt"))
+    meta = json.loads((staging / "lmgym.json").read_text())
+    meta["train_config"].update(data=["records.jsonl"], out=None)
+    meta["recipe"] = "LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install"
+    meta["samples"] = {row["task"]: {k: row[k] for k in ("samples", "json_valid", "schema_valid")} for row in rows}
+    (staging / "lmgym.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
-    (DEFAULT_CHECKPOINT / EVAL_PROMPTS_FILE).write_text(json.dumps({name: load_task(name).initial_prompt for name in TASKS}, indent=2) + "\n")
+    (staging / EVAL_PROMPTS_FILE).write_text(json.dumps({name: load_task(name).initial_prompt for name in TASKS}, indent=2) + "\n")
+    retired = DEFAULT_CHECKPOINT.with_name(DEFAULT_CHECKPOINT.name + ".old")
+    shutil.rmtree(retired, ignore_errors=True)
+    if DEFAULT_CHECKPOINT.exists():
+        DEFAULT_CHECKPOINT.rename(retired)
+    staging.rename(DEFAULT_CHECKPOINT)
+    shutil.rmtree(retired, ignore_errors=True)
     print(f"installed {DEFAULT_CHECKPOINT}")

@@ -14,6 +14,7 @@ Env entry point: ``generator="lmgym.policies.record_generator:DiffusionRecordGen
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -26,6 +27,13 @@ from lmgym.policies.tokenizer import decode_answer, prompt_ids
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "json_records_mdlm"
 #: {task: starting prompt} stored beside the default checkpoint, for benchmarks without data
 EVAL_PROMPTS_FILE = "eval_prompts.json"
+
+
+@functools.lru_cache(maxsize=4)
+def _load_frozen(folder: str, device: str):
+    """(model, tokenizer, meta) of a checkpoint, loaded once per process: the model is frozen
+    (only read under no_grad), so every env of a process can share it."""
+    return load_checkpoint(folder, device=device)
 
 
 class DiffusionRecordGenerator:
@@ -43,7 +51,7 @@ class DiffusionRecordGenerator:
     def __init__(self, checkpoint: str | os.PathLike | None = None, temperature: float = 1.0,
                  threshold: float | None = 0.9, block_length: int = 32, steps: int | None = None,
                  device: str | None = None, threads: int | None = None):
-        self.model, self.tokenizer, meta = load_checkpoint(checkpoint or DEFAULT_CHECKPOINT, device=device or "cpu")
+        self.model, self.tokenizer, meta = _load_frozen(str(checkpoint or DEFAULT_CHECKPOINT), device or "cpu")
         if meta.get("kind") != "mdlm":
             raise ValueError(f"{checkpoint}: not a masked-diffusion checkpoint (kind={meta.get('kind')!r})")
         self.max_prompt_tokens = meta["max_prompt_tokens"]

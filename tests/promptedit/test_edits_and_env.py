@@ -10,7 +10,7 @@ import lmgym  # noqa: F401  registers the ids
 from lmgym.data import data_root
 from lmgym.envs.promptedit.edits import FORMAT_SENTENCE, EditLibrary, apply_edit, split_sentences
 from lmgym.envs.promptedit.env import EditLibraryActions, PromptEditEnv
-from lmgym.envs.promptedit.generators import PromptFollowingGeneratorForTests, training_pairs
+from lmgym.envs.promptedit.generators import PromptFollowingGeneratorForTests, compact_record, training_pairs
 from lmgym.envs.promptedit.judge import METRIC_KEYS
 from lmgym.envs.promptedit.tasks import load_task
 
@@ -139,3 +139,20 @@ def test_training_pairs_vary_the_prompt_and_carry_train_records():
     assert len({p for p, _ in pairs}) > 50
     assert all(p.startswith(task.initial_prompt) for p, _ in pairs)
     assert json.loads(pairs[0][1]) == task.train[0]
+
+
+@needs_truthfulqa
+def test_compacted_records_are_shorter_and_still_pass_schema_and_checks():
+    task = load_task("TruthfulQA")
+    first = task.train[0]  # its best answer is the third correct answer: the cut must keep it
+    short = compact_record(task, first, max_words=5)
+    assert short["best_answer"] in short["correct_answers"] and short["question"].endswith("?")
+    assert len(json.dumps(short)) < len(json.dumps(first))
+    for record in task.train:
+        short = compact_record(task, record, max_words=5)
+        assert not task.validate(short) and not task.failed_checks(short)
+        assert len(json.dumps(short)) <= len(json.dumps(record)) and all(  # each answer starts an original one
+            any(original.startswith(answer.rstrip("?")) for original in record["correct_answers"]) for answer in short["correct_answers"])
+    pairs = training_pairs(task, seed=0, compact=5)
+    assert [p for p, _ in pairs] == [p for p, _ in training_pairs(task, seed=0)]  # same prompts
+    assert json.loads(pairs[0][1]) == compact_record(task, first, max_words=5)
