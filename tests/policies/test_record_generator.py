@@ -26,7 +26,7 @@ def test_generate_is_prompt_major_seeded_and_conditioned_on_the_prompt(generator
     assert texts == generator.generate(two, n=4, seed=3)
     assert texts != generator.generate(two, n=4, seed=4)
     assert len(set(texts[:4])) > 1  # the n samples of one prompt differ
-    # The committed model is small and briefly trained (see docs/sections/lm_core.md for its
+    # The committed model is small and briefly trained (see docs/lm_core.md for its
     # measured JSON validity); what it has learned is which record type a prompt asks for:
     # MultiWOZ's "slots" field shows up for the MultiWOZ prompt, not for the SuperNI one.
     assert sum("slots" in t for t in texts[:4]) >= 3

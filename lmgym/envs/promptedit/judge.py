@@ -49,7 +49,7 @@ METRIC_KEYS = ("tsr", "field_overlap", "similarity", "diversity", "entropy", "no
 SUB_REWARD_KEYS = ("tsr", "diversity", "novelty", "non_memorisation", "rubric")
 REFERENCE_SPLITS = ("held_out", "train", "all")
 
-#: Rubric thresholds (documented in docs/sections/promptedit.md).
+#: Rubric thresholds (documented in docs/promptedit.md).
 PASS_RATE = 0.9  # share of records that must parse / validate / pass each check
 MAX_REPEAT_SHARE = 0.25  # a field value may fill at most a quarter of the records
 MAX_COPY_SHARE = 0.1  # verbatim copies of reference records

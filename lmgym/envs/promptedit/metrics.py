@@ -1,7 +1,7 @@
 """The judge cluster's metrics on a batch of generated records (numpy only, no neural net).
 
 Agents of Diffusion (AoD) names these metrics but publishes no formulas; the definitions below
-are lmgym's, and docs/sections/promptedit.md says why each one measures what it claims.
+are lmgym's, and docs/promptedit.md says why each one measures what it claims.
 Notation: a batch is B generated texts; "parsed" texts are those that load as a JSON object;
 the reference set R is the task's held-out records (configurable in `Judge`).
 
