@@ -34,16 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmgym.envs.alfworld.engine import demangle_names
+from lmgym.envs.alfworld.games import TASK_TYPES
 from lmgym.envs.alfworld.gen.scenes import Receptacle, Scene, alfworld_facts, split_scenes
 
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
 
 #: The receptacle class a task needs as a tool, and the command verb that uses it.
 TOOLS = {
