@@ -117,6 +117,17 @@ def _string(min_length: int = 1) -> dict[str, Any]:
     return {"type": "string", "minLength": min_length}
 
 
+def _record_schema(properties: dict[str, Any]) -> dict[str, Any]:
+    """A JSON Schema (2020-12) for a record with exactly these fields, all required."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
 # -- TruthfulQA --------------------------------------------------------------------------
 def _truthfulqa() -> SchemaTask:
     folder = find_data(
@@ -137,14 +148,8 @@ def _truthfulqa() -> SchemaTask:
     }) for i, row in enumerate(rows)]
     categories = sorted({r["category"] for _, r in records})
     answers = {"type": "array", "items": _string(), "minItems": 1}
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {"question": _string(), "best_answer": _string(), "correct_answers": answers,
-                       "incorrect_answers": answers, "category": {"enum": categories}},
-        "required": ["question", "best_answer", "correct_answers", "incorrect_answers", "category"],
-        "additionalProperties": False,
-    }
+    schema = _record_schema({"question": _string(), "best_answer": _string(), "correct_answers": answers,
+                           "incorrect_answers": answers, "category": {"enum": categories}})
     fields = {
         "question": "a question that some humans would answer falsely",
         "best_answer": "the single best true answer",
@@ -181,14 +186,8 @@ def _self_instruct() -> SchemaTask:
                     "instruction": task["instruction"].strip(), "input": instance["input"].strip(),
                     "output": instance["output"].strip(), "is_classification": bool(task["is_classification"]),
                 }))
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {"instruction": _string(), "input": {"type": "string"}, "output": _string(),
-                       "is_classification": {"type": "boolean"}},
-        "required": ["instruction", "input", "output", "is_classification"],
-        "additionalProperties": False,
-    }
+    schema = _record_schema({"instruction": _string(), "input": {"type": "string"}, "output": _string(),
+                           "is_classification": {"type": "boolean"}})
     fields = {
         "instruction": "a task instruction for an assistant",
         "input": "the task's input, or an empty string",
@@ -222,13 +221,7 @@ def _super_ni() -> SchemaTask:
         for instance in task["Instances"][:SNI_PER_TASK]:
             records.append((instance["id"], {"definition": definition, "input": instance["input"].strip(),
                                              "output": instance["output"][0].strip()}))
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {"definition": _string(), "input": _string(), "output": _string()},
-        "required": ["definition", "input", "output"],
-        "additionalProperties": False,
-    }
+    schema = _record_schema({"definition": _string(), "input": _string(), "output": _string()})
     fields = {
         "definition": "the task definition in plain English",
         "input": "one input of the task",
@@ -350,14 +343,8 @@ def _multiwoz() -> SchemaTask:
 
 def _multiwoz_parts(slot_names: dict[str, list[str]], db_values: dict[str, dict[str, list[str]]]) -> tuple:
     """(description, schema, field descriptions, checks) of the MultiWOZ booking task."""
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "type": "object",
-        "properties": {"domain": {"enum": list(MULTIWOZ_DOMAINS)},
-                       "slots": {"type": "object", "minProperties": 1, "additionalProperties": _string()}},
-        "required": ["domain", "slots"],
-        "additionalProperties": False,
-    }
+    schema = _record_schema({"domain": {"enum": list(MULTIWOZ_DOMAINS)},
+                           "slots": {"type": "object", "minProperties": 1, "additionalProperties": _string()}})
     fields = {
         "domain": "one of " + ", ".join(MULTIWOZ_DOMAINS),
         "slots": "an object of the booking's slot names and values, such as area, pricerange, day, people",
