@@ -126,7 +126,7 @@ def check_cross_process_determinism(env_id: str, seed: int = 11, steps: int = 15
 
 def check_seeds_differ(env_id: str, seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> None:
     env = gym.make(env_id)
-    starts = {json.dumps(env.reset(seed=s)[0]) + env.unwrapped.spec.id for s in seeds}
+    starts = {env.reset(seed=s)[0] for s in seeds}
     env.close()
     assert len(starts) > 1, f"{env_id}: seeds {list(seeds)} all gave the same first observation"
 
