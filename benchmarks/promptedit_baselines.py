@@ -14,12 +14,14 @@ reward and all metrics, plus the generator calls each baseline spent. Seconds pe
 calls. The machine is shared: absolute seconds move with its load; the generate/judge split
 is the figure to compare.
 
-The generator is the env's default unless ``--generator module:attribute`` names another
-(called with the JSON ``--generator-kwargs``); until the LM-core MDLM is the default, that is the seeded
-`PromptFollowingGeneratorForTests`, so the table measures the baselines against that stand-in.
+The generator is the env's default, the frozen tiny masked-diffusion LM
+(`lmgym.policies.record_generator.DiffusionRecordGenerator`), unless ``--generator
+module:attribute`` names another (called with the JSON ``--generator-kwargs``), e.g. the
+rule-based stand-in ``lmgym.envs.promptedit.generators:RuleBasedGenerator``.
 
 Run: ``python benchmarks/promptedit_baselines.py`` (3 episodes, T = 8, batch 32) or
-``--quick`` (1 episode, T = 3, batch 16). `run(quick)` returns the table as a dict.
+``--quick`` (1 episode, T = 3, batch 16); ``--episodes``, ``--steps``, ``--batch-size`` and
+``--tasks`` override. `run(quick)` returns the table as a dict.
 """
 
 from __future__ import annotations
@@ -82,18 +84,21 @@ def run_task(task: str, episodes: int, steps: int, batch_size: int, eval_seeds: 
     }
 
 
-def run(quick: bool, generator: str | None = None, generator_kwargs: dict | None = None) -> dict:
-    episodes, steps, batch_size = (1, 3, 16) if quick else (3, 8, 32)
+def run(quick: bool, generator: str | None = None, generator_kwargs: dict | None = None,
+        episodes: int | None = None, steps: int | None = None, batch_size: int | None = None,
+        tasks_to_run: list[str] | None = None) -> dict:
+    default = (1, 3, 16) if quick else (3, 8, 32)
+    episodes, steps, batch_size = (given or fallback for given, fallback in zip((episodes, steps, batch_size), default))
     eval_seeds = range(10_000, 10_002 if quick else 10_004)
     start = time.perf_counter()
     tasks, skipped = {}, {}
-    for task in sorted(LOADERS):
+    for task in tasks_to_run or sorted(LOADERS):
         try:
             tasks[task] = run_task(task, episodes, steps, batch_size, eval_seeds, generator, generator_kwargs)
         except DataNotFoundError as error:  # a fresh clone without LMGYM_DATA still runs the rest
             skipped[task] = str(error).splitlines()[0]
     return {"config": {"episodes": episodes, "steps": steps, "batch_size": batch_size, "eval_seeds": len(eval_seeds),
-                       "generator": generator or "PromptFollowingGeneratorForTests (env default)"},
+                       "generator": generator or "DiffusionRecordGenerator (env default)"},
             "tasks": tasks, "skipped": skipped, "wall_s": time.perf_counter() - start}
 
 
@@ -116,9 +121,14 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="1 episode, T = 3, batch 16")
     parser.add_argument("--generator", default=None, help="generator entry point 'module:attribute'")
     parser.add_argument("--generator-kwargs", default="{}", help="JSON keyword arguments for the generator")
+    parser.add_argument("--episodes", type=int, default=None, help="episodes per baseline (default 3, quick 1)")
+    parser.add_argument("--steps", type=int, default=None, help="edits per episode T (default 8, quick 3)")
+    parser.add_argument("--batch-size", type=int, default=None, help="records per batch (default 32, quick 16)")
+    parser.add_argument("--tasks", nargs="*", default=None, help=f"subset of {sorted(LOADERS)}")
     parser.add_argument("--out", default=None, help="also write the result as JSON here")
     args = parser.parse_args()
-    result = run(args.quick, args.generator, json.loads(args.generator_kwargs))
+    result = run(args.quick, args.generator, json.loads(args.generator_kwargs), args.episodes, args.steps,
+                 args.batch_size, args.tasks)
     print(markdown(result))
     for task, reason in result["skipped"].items():
         print(f"skipped {task}: {reason} (set LMGYM_DATA)")

@@ -1,10 +1,11 @@
 """Train a tiny masked-diffusion LM that writes JSON records for the PromptEdit tasks, then sample it.
 
 Reads the four PromptEdit-JSON tasks (TruthfulQA, SelfInstruct, SuperNI, MultiWOZ; needs
-LMGYM_DATA), writes their (prompt, record) training pairs to a records file, trains an MDLM
-on it with `lmgym.training.lm` (LLaDA's SFT objective), then asks the trained model for
-records with each task's starting prompt and measures how many parse as JSON and how many pass
-the task's schema. ``--install`` swaps the checkpoint in where
+LMGYM_DATA), writes their (prompt, text) training pairs to a records file (`training_pairs`:
+prompts of varied specificity, texts that follow the prompt's cues), trains an MDLM on it
+with `lmgym.training.lm` (LLaDA's SFT objective), then asks the trained model for records with
+each task's starting prompt and its fully specified prompt and measures how many parse as
+JSON, pass the schema, and pass the judge (TSR). ``--install`` swaps the checkpoint in where
 `lmgym.policies.record_generator` looks for its default (the recipe of the committed model).
 Records are compacted first (`compact_record`: strings cut to 5 words, lists to 2 items, still
 schema-valid and passing the task's semantic checks) so they fit the 128-token answer window.
@@ -14,7 +15,7 @@ schema-valid and passing the task's semantic checks) so they fit the 128-token a
 ``--init smollm2`` instead adapts SmolLM2-135M into a diffusion LM (bidirectional attention,
 a [MASK] token, continued training): the AR-to-diffusion recipe.
 
-Smoke test: --out {tmp}/mdlm --steps 4 --per-task 8 --samples 2 --hidden-size 32 --num-layers 1
+Smoke test: --out {tmp}/mdlm --ar-steps 4 --steps 4 --per-task 8 --samples 2 --hidden-size 32 --num-layers 1
 """
 
 import argparse
@@ -22,10 +23,13 @@ import json
 import time
 from pathlib import Path
 
+from lmgym.envs.promptedit.edits import specified_prompt
 from lmgym.envs.promptedit.generators import training_pairs
+from lmgym.envs.promptedit.judge import JudgeCluster
+from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.tasks import load_task
 from lmgym.io import append_jsonl
-from lmgym.policies.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE, DiffusionRecordGenerator
+from lmgym.policies.record_generator import BLOCK_LENGTH, DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE, DiffusionRecordGenerator
 from lmgym.training.lm import LMTrainConfig, train
 
 TASKS = ["TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ"]
@@ -37,7 +41,10 @@ COMPACT_WORDS = 5
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/json_mdlm")
-parser.add_argument("--steps", type=int, default=700)
+parser.add_argument("--ar-steps", type=int, default=800, help="autoregressive warm-start steps (0: start the MDLM from scratch)")
+parser.add_argument("--steps", type=int, default=2500, help="masked-diffusion steps")
+parser.add_argument("--mask-schedule", default="blocks", choices=["uniform", "blocks"],
+                    help="uniform: LLaDA's masks; blocks: the semi-autoregressive sampler's states (lmgym.training.lm)")
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")
 parser.add_argument("--samples", type=int, default=16, help="records sampled per task for the validity check")
 parser.add_argument("--hidden-size", type=int, default=128)
@@ -59,35 +66,47 @@ if not records_file.exists():
         for prompt, record in pairs[: args.per_task and args.per_task * VARIANTS[name]]:
             append_jsonl(records_file, {"prompt": prompt, "completion": record, "task": name})
 
-# --- training ---
-config = LMTrainConfig(
-    data=(str(records_file),), objective="mdlm", out=str(out), init=args.init, vocab_size=1024,
-    hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=4, max_prompt_tokens=96,
-    max_answer_tokens=128, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-    warmup=min(100, args.steps // 10 + 1), seed=0, save_every=100, threads=args.threads, log_every=50,
-)
+# --- training: an autoregressive warm start, then the masked-diffusion adaptation ---
+# The same small Llama learns the records left to right first (a causal LM picks up the JSON
+# layout in a few hundred steps), then becomes bidirectional with a [MASK] token and trains
+# on the MDLM objective: the AR-to-diffusion recipe (DiffuLLaMA) at toy scale.
+common = dict(data=(str(records_file),), vocab_size=2048, hidden_size=args.hidden_size, num_layers=args.num_layers,
+              num_heads=4, max_prompt_tokens=160, max_answer_tokens=128, batch_size=args.batch_size, lr=args.lr,
+              seed=0, threads=args.threads, log_every=50)
 started = time.time()
+init = args.init
+if args.ar_steps and init is None:
+    warm = LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps, warmup=min(80, args.ar_steps // 10 + 1),
+                         save_every=200, **common)
+    print(f"AR warm start: {train(warm)}")
+    init = str(out / "ar" / "checkpoint")
+config = LMTrainConfig(objective="mdlm", mask_schedule=args.mask_schedule, block_length=BLOCK_LENGTH,
+                       out=str(out), init=init, steps=args.steps, warmup=min(100, args.steps // 10 + 1), save_every=250, **common)
 metrics = train(config)
-print(f"trained {config.steps} steps in {time.time() - started:.0f} s: {metrics}")
+print(f"trained {args.ar_steps} AR + {config.steps} MDLM steps in {time.time() - started:.0f} s: {metrics}")
 
-# --- sampling: JSON and schema validity per task ---
+# --- sampling: validity per task, for the starting prompt and the fully specified one ---
+# The curriculum (`training_pairs`) makes a vague prompt get records with missing fields and
+# prose around them, as the rule-based teacher writes; the specified prompt (every field hint
+# and the format sentence) should get schema-valid records.
 generator = DiffusionRecordGenerator(out / "checkpoint", threads=args.threads)
+prompts = {"starting": {}, "specified": {}}
 rows = []
 for name in TASKS:
     task = load_task(name)
-    started = time.time()
-    texts = generator.generate([task.initial_prompt], n=args.samples, seed=0)
-    seconds = time.time() - started
-    parsed = []
-    for text in texts:
-        try:
-            parsed.append(json.loads(text))
-        except ValueError:
-            pass
-    schema_ok = sum(isinstance(r, dict) and not task.validate(r) for r in parsed)
-    rows.append({"task": name, "samples": len(texts), "json_valid": len(parsed) / len(texts),
-                 "schema_valid": schema_ok / len(texts), "seconds": round(seconds, 3), "example": texts[0]})
-    print(f"{name:12s} json {len(parsed)}/{len(texts)}  schema {schema_ok}/{len(texts)}  {seconds:.2f}s  e.g. {texts[0][:120]}")
+    prompts["starting"][name], prompts["specified"][name] = task.initial_prompt, specified_prompt(task)
+    for kind in prompts:
+        started = time.time()
+        texts = generator.generate([prompts[kind][name]], n=args.samples, seed=0)
+        seconds = time.time() - started
+        records = [parse_record(text) for text in texts]
+        row = {"task": name, "prompt": kind, "samples": len(texts),
+               "json_valid": sum(r is not None for r in records) / len(texts),
+               "schema_valid": sum(r is not None and not task.validate(r) for r in records) / len(texts),
+               "tsr": JudgeCluster(task).measure(texts).metrics["tsr"], "seconds": round(seconds, 3), "example": texts[0]}
+        rows.append(row)
+        print(f"{name:12s} {kind:9s} json {row['json_valid']:.2f}  schema {row['schema_valid']:.2f}  TSR {row['tsr']:.2f}  "
+              f"{seconds:.2f}s  e.g. {texts[0][:100]}")
 (out / "samples.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 if args.install:
@@ -98,12 +117,14 @@ if args.install:
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(out / "checkpoint", staging, ignore=shutil.ignore_patterns("optimizer.pt"))
     meta = json.loads((staging / "lmgym.json").read_text())
-    meta["train_config"].update(data=["records.jsonl"], out=None)
+    meta["train_config"].update(data=["records.jsonl"], out=None, init=None)
+    meta.update(base_model=None, ar_warm_start_steps=args.ar_steps)
     meta["recipe"] = "LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install"
-    meta["samples"] = {row["task"]: {k: row[k] for k in ("samples", "json_valid", "schema_valid")} for row in rows}
+    meta["samples"] = {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
+                       for row in rows}
     (staging / "lmgym.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
-    (staging / EVAL_PROMPTS_FILE).write_text(json.dumps({name: load_task(name).initial_prompt for name in TASKS}, indent=2) + "\n")
+    (staging / EVAL_PROMPTS_FILE).write_text(json.dumps(prompts, indent=2) + "\n")
     retired = DEFAULT_CHECKPOINT.with_name(DEFAULT_CHECKPOINT.name + ".old")
     shutil.rmtree(retired, ignore_errors=True)
     if DEFAULT_CHECKPOINT.exists():

@@ -26,8 +26,9 @@ unchanged.
 `fast_generate` adds the two accelerations of Fast-dLLM (Wu et al. 2025, arXiv:2505.22618,
 NVlabs/Fast-dLLM): confidence-threshold parallel decoding (each step commits the top-1 masked
 token of the block and every other one whose confidence is at least ``threshold``, sec. 3.3)
-and a per-block prefix KV cache (sec. 3.2: the prompt and finished blocks are encoded once per
-block; the steps inside a block feed only the tokens from the block's start on). It also takes
+and a per-block KV cache (sec. 3.2: the prompt and finished blocks are encoded once per
+block, and with the DualCache the masked suffix too; the steps inside a block feed only the
+tokens from the block's start on, or only the block). It also takes
 a `Priority`: pre-filled tokens (e.g. a tool call's delimiters) and a confidence bias on chosen
 spans, the P-ReAct recipe (DLLM-Searcher: delimiters pre-filled, +0.5 on the tool-call region),
 so the tool call decodes first.
@@ -43,6 +44,7 @@ import torch.nn.functional as F
 from transformers import DynamicCache
 
 REMASKING = ("low_confidence", "random")
+CACHES = ("none", "prefix", "dual")
 
 
 def add_gumbel_noise(logits: torch.Tensor, temperature: float, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -91,6 +93,30 @@ def _predict(logits: torch.Tensor, temperature: float, remasking: str,
         confidence = probs.gather(-1, x0.unsqueeze(-1)).squeeze(-1)
     elif remasking == "random":
         # float32 draws, as the reference does, so a seeded run matches it number for number
+        confidence = torch.rand(x0.shape, device=x0.device, generator=generator).to(torch.float64)
+    else:
+        raise ValueError(f"remasking must be one of {REMASKING}, got {remasking!r}")
+    return x0, confidence
+
+
+def _predict_fast(logits: torch.Tensor, temperature: float, remasking: str,
+                  generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """`_predict` for the fast sampler: the same distribution, drawn by inverse-CDF sampling
+    (one uniform number per position, looked up in the cumulative float32 probabilities)
+    instead of float64 Gumbel-max, which draws one number per vocabulary entry: on a CPU the
+    noise cost more than the forward pass. A different random stream, so only greedy decoding
+    matches the reference token for token."""
+    probs = F.softmax(logits.float(), dim=-1)  # (B, L, V): LLaDA's confidence is p(x0) at T = 1
+    if temperature == 0:
+        x0 = probs.argmax(dim=-1)
+    else:
+        tempered = probs if temperature == 1 else F.softmax(logits.float() / temperature, dim=-1)
+        cdf = tempered.cumsum(dim=-1)  # (B, L, V)
+        u = torch.rand(cdf.shape[:-1] + (1,), device=cdf.device, generator=generator) * cdf[..., -1:]
+        x0 = torch.searchsorted(cdf, u).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
+    if remasking == "low_confidence":
+        confidence = probs.gather(-1, x0.unsqueeze(-1)).squeeze(-1).to(torch.float64)
+    elif remasking == "random":
         confidence = torch.rand(x0.shape, device=x0.device, generator=generator).to(torch.float64)
     else:
         raise ValueError(f"remasking must be one of {REMASKING}, got {remasking!r}")
@@ -163,6 +189,13 @@ def generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | None = 
     return x
 
 
+def _drop_span(cache: DynamicCache, start: int, end: int) -> None:
+    """Remove time steps [start, end) from every layer of `cache`, in place."""
+    for layer in cache.layers:
+        layer.keys = torch.cat([layer.keys[:, :, :start], layer.keys[:, :, end:]], dim=2)
+        layer.values = torch.cat([layer.values[:, :, :start], layer.values[:, :, end:]], dim=2)
+
+
 @dataclass
 class Priority:
     """Steer which positions decode first (P-ReAct, DLLM-Searcher).
@@ -200,19 +233,30 @@ class FastOutput:
 def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | None = None, steps: int = 128,
                   gen_length: int = 128, block_length: int = 32, temperature: float = 0.0,
                   remasking: str = "low_confidence", mask_id: int = 126336, threshold: float | None = 0.9,
-                  use_cache: bool = True, priority: Priority | None = None,
+                  cache: str = "prefix", eos_id: int | None = None, priority: Priority | None = None,
                   on_step: Callable[[torch.Tensor, int], None] | None = None,
                   generator: torch.Generator | None = None) -> FastOutput:
     """Fast-dLLM decoding: threshold parallel decoding and a per-block prefix KV cache.
 
     ``threshold=None`` keeps LLaDA's linear schedule (``steps`` split over the blocks), so with
-    ``use_cache=False`` and no priority this is `generate` without guidance. With a threshold,
+    ``cache="none"`` and no priority this is `generate` without guidance. With a threshold,
     ``steps`` is ignored: a block ends when it has no mask left (at most block_length steps).
-    ``use_cache=True`` needs a Hugging Face model taking ``cache=`` and ``position_ids=``; the
-    prefix keys are computed once per block from the canvas at the block's start (the
-    approximation Fast-dLLM measures as near-lossless). ``on_step(x, forward_passes)`` is
+
+    ``cache``: "none" feeds the whole canvas at every step. "prefix" (Fast-dLLM's prefix cache)
+    computes the keys of ``[0, block start)`` once per block, from the canvas at the block's
+    start, and later steps feed ``x[:, block start:]``. "dual" (Fast-dLLM's DualCache) also
+    caches the keys of the masked suffix after the block, so later steps feed the block alone;
+    it is for bidirectional models (a causal model would see the suffix). Both need a Hugging
+    Face model taking ``cache=`` and ``position_ids=``; their keys go stale as the block fills,
+    the approximation Fast-dLLM measures as near-lossless. ``on_step(x, forward_passes)`` is
     called after each commit, e.g. to dispatch a tool call as soon as its span is decoded.
+
+    ``eos_id``: stop after a block once every row has committed an EOS; the later blocks are
+    filled with EOS. Committed tokens never change, so the text before each row's first EOS is
+    exactly what full decoding gives; only the padding after it is not decoded.
     """
+    if cache not in CACHES:
+        raise ValueError(f"cache must be one of {CACHES}, got {cache!r}")
     num_blocks = _check_layout(steps, gen_length, block_length)
     steps_per_block = steps // num_blocks
     prompt_len = prompt.shape[1]
@@ -234,38 +278,45 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
         # steps; the cap only bites if the model itself predicts [MASK], which stays a hole
         # (as in the reference sampler).
         max_steps = steps_per_block if threshold is None else block_length
-        cache, step = None, 0
+        kv, step = None, 0
         while (x[:, start:end] == mask_id).any() and step < max_steps:
-            # The first step of a block sees the whole canvas (and fills the cache); later steps
-            # reuse the prefix keys and feed only x[:, start:].
-            offset = start if cache is not None else 0
-            if use_cache and cache is None:
-                cache = DynamicCache()
-                logits = model(x, attention_mask=attention_mask, cache=cache, use_cache=True).logits
-                cache.crop(start - length)  # keep the prefix [0, start)
-            elif use_cache:
-                logits = model(x[:, start:], attention_mask=attention_mask, cache=cache, use_cache=True,
-                               position_ids=positions[:, start:]).logits
-                cache.crop(start - length)  # the suffix keys change every step: drop them
+            if cache == "none":
+                logits, offset = model(x, attention_mask=attention_mask).logits, 0
+            elif kv is None:
+                # The first step of a block sees the whole canvas and fills the cache; only the
+                # keys outside the fed span stay (prefix [0, start), and for "dual" [end, L) too).
+                kv = DynamicCache()
+                logits, offset = model(x, attention_mask=attention_mask, cache=kv, use_cache=True).logits, 0
+                fed_end = end if cache == "dual" else length
+                _drop_span(kv, start, fed_end)
+                # keys are ordered [kept cache | fed span]: the attention mask follows that order
+                step_mask = None if attention_mask is None else torch.cat(
+                    [attention_mask[:, :start], attention_mask[:, fed_end:], attention_mask[:, start:fed_end]], dim=1)
             else:
-                logits = model(x, attention_mask=attention_mask).logits
+                logits = model(x[:, start:fed_end], attention_mask=step_mask, cache=kv, use_cache=True,
+                               position_ids=positions[:, start:fed_end]).logits
+                kv.crop(start - fed_end)  # the fed span's keys change every step: drop them
+                offset = start
             passes += 1
-            x0, confidence = _predict(logits, temperature, remasking, generator)  # (B, L - offset)
-            window = x[:, offset:]
-            mask_index = window == mask_id
-            mask_index[:, end - offset:] = False  # only the current block
-            confidence = torch.where(mask_index, confidence + bias[:, offset:], -torch.inf)
+            # only the current block can be committed: score just its positions (the float64
+            # softmax and Gumbel noise over the whole canvas cost as much as the forward pass)
+            block_logits = logits[:, start - offset:end - offset]  # (B, block, V)
+            x0, confidence = _predict_fast(block_logits, temperature, remasking, generator)  # (B, block)
+            current = x[:, start:end]  # (B, block)
+            mask_index = current == mask_id
+            confidence = torch.where(mask_index, confidence + bias[:, start:end], -torch.inf)
             if threshold is None:
                 transfer = _top_k(confidence, schedule[:, step])
             else:
                 # top-1 of every row that still has masks, plus everything above the threshold
                 top1 = _top_k(confidence, mask_index.any(dim=1).long())
                 transfer = top1 | (confidence >= threshold)
-            x[:, offset:] = torch.where(transfer, x0, window)
-            committed = torch.zeros_like(x, dtype=torch.bool)
-            committed[:, offset:] = transfer
-            commit_step[committed[:, prompt_len:]] = passes
+            x[:, start:end] = torch.where(transfer, x0, current)
+            commit_step[:, start - prompt_len:end - prompt_len][transfer] = passes
             step += 1
             if on_step is not None:
                 on_step(x, passes)
+        if eos_id is not None and (x[:, prompt_len:end] == eos_id).any(dim=1).all():
+            x[:, end:] = eos_id
+            break
     return FastOutput(sequences=x, forward_passes=passes, commit_step=commit_step)

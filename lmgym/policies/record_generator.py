@@ -2,9 +2,9 @@
 ``generate(prompts, n, seed) -> list[str]``.
 
 `DiffusionRecordGenerator` wraps any MDLM checkpoint (`lmgym.policies.checkpoints`) with the
-fast sampler (`lmgym.policies.diffusion.fast_generate`: threshold decoding, prefix cache) and
-Gumbel-max sampling, so the n records for one prompt differ; the output is a pure function of
-(prompts, n, seed). Its default checkpoint, ``lmgym/policies/checkpoints/json_records_mdlm``,
+fast sampler (`lmgym.policies.diffusion.fast_generate`: threshold decoding, a KV cache, stop
+once every record has ended) and Gumbel-max sampling, so the n records for one prompt differ;
+the output is a pure function of (prompts, n, seed). Its default checkpoint, ``lmgym/policies/checkpoints/json_records_mdlm``,
 is committed (about 4 MB) so a fresh clone without data works; it is rebuilt by::
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
@@ -25,8 +25,10 @@ from lmgym.policies.diffusion import fast_generate
 from lmgym.policies.tokenizer import decode_answer, prompt_ids
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "json_records_mdlm"
-#: {task: starting prompt} stored beside the default checkpoint, for benchmarks without data
+#: {"starting" | "specified": {task: prompt}} stored beside the default checkpoint, for benchmarks without data
 EVAL_PROMPTS_FILE = "eval_prompts.json"
+#: the semi-autoregressive block the default model is trained and sampled with
+BLOCK_LENGTH = 32
 
 
 @functools.lru_cache(maxsize=4)
@@ -43,20 +45,21 @@ class DiffusionRecordGenerator:
         checkpoint: MDLM checkpoint folder (default: the committed tiny JSON-record model).
         temperature: Gumbel-max temperature (0: the n records of a prompt are identical).
         threshold: Fast-dLLM confidence threshold (None: LLaDA's fixed schedule of ``steps``).
+        cache: "none", "prefix" or "dual" (`lmgym.policies.diffusion.fast_generate`).
         block_length: semi-autoregressive block (a divisor of the answer length).
         steps: denoising steps when ``threshold`` is None.
         threads: torch CPU threads while generating (None: leave as is).
     """
 
     def __init__(self, checkpoint: str | os.PathLike | None = None, temperature: float = 1.0,
-                 threshold: float | None = 0.9, block_length: int = 32, steps: int | None = None,
-                 device: str | None = None, threads: int | None = None):
+                 threshold: float | None = 0.9, block_length: int = BLOCK_LENGTH, steps: int | None = None,
+                 cache: str = "dual", device: str | None = None, threads: int | None = None):
         self.model, self.tokenizer, meta = _load_frozen(str(checkpoint or DEFAULT_CHECKPOINT), device or "cpu")
         if meta.get("kind") != "mdlm":
             raise ValueError(f"{checkpoint}: not a masked-diffusion checkpoint (kind={meta.get('kind')!r})")
         self.max_prompt_tokens = meta["max_prompt_tokens"]
         self.gen_length = meta["max_answer_tokens"]
-        self.temperature, self.threshold, self.block_length = temperature, threshold, block_length
+        self.temperature, self.threshold, self.block_length, self.cache = temperature, threshold, block_length, cache
         self.steps = steps or self.gen_length
         self.threads = threads
 
@@ -78,7 +81,8 @@ class DiffusionRecordGenerator:
             out = fast_generate(self.model, ids.to(device), attention.to(device), steps=self.steps,
                                 gen_length=self.gen_length, block_length=self.block_length,
                                 temperature=self.temperature, mask_id=self.tokenizer.mask_token_id,
-                                threshold=self.threshold, generator=torch.Generator(device=device).manual_seed(seed))
+                                threshold=self.threshold, cache=self.cache, eos_id=self.tokenizer.eos_token_id,
+                                generator=torch.Generator(device=device).manual_seed(seed))
         finally:
             torch.set_num_threads(saved_threads)
         return [decode_answer(self.tokenizer, row) for row in out.sequences[:, width:].tolist()]

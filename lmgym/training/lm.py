@@ -17,6 +17,9 @@ Objectives:
   t ~ U(0, 1] per sequence, mask each answer token with probability t, and minimise
   ``sum_masked CE(x_i | x_t) / t`` divided by the number of answer tokens. Answers are padded
   with EOS to ``--max-answer-tokens``, as LLaDA does, so the sampler can write EOS after the end.
+  ``--mask-schedule blocks`` draws the masks the semi-autoregressive sampler visits instead
+  (one block behind a clean prefix, the rest masked; `mdlm_loss`): on a small budget it
+  learns the sampler's actual task far sooner.
   Starting from an AR folder (``--init``) this is the AR-to-diffusion adaptation (DiffuLLaMA,
   Gong et al. 2024, arXiv:2410.17891, without its attention-mask annealing and logit shift):
   attention made bidirectional, a ``[MASK]`` token added, then continued training.
@@ -65,6 +68,10 @@ class LMTrainConfig:
     """JSONL files of rollouts (Episode rows) or records (rows with prompt and completion)"""
     objective: Literal["ar", "mdlm"] = "ar"
     """ar: next-token SFT; mdlm: masked-diffusion SFT (LLaDA Eq. 5)"""
+    mask_schedule: Literal["uniform", "blocks"] = "uniform"
+    """mdlm masks: uniform over the answer (LLaDA), or one block at a time behind a clean prefix (the states the semi-autoregressive sampler visits)"""
+    block_length: int = 32
+    """answer block of --mask-schedule blocks (the sampler's block_length)"""
     out: str = "runs/lm"
     """output folder: checkpoint/ and metrics.jsonl"""
     init: str | None = None
@@ -179,17 +186,35 @@ def ar_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
 
 
-def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: torch.Generator) -> torch.Tensor:
-    """LLaDA SFT loss (Eq. 5): answer tokens masked at rate t, CE on them weighted 1/t."""
+def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: torch.Generator,
+              block_length: int | None = None, eos_id: int | None = None) -> torch.Tensor:
+    """LLaDA SFT loss (Eq. 5): answer tokens masked at rate t, CE on them weighted 1/t.
+
+    With `block_length` the masks follow the semi-autoregressive sampler instead (block
+    diffusion, Arriola et al. 2025, arXiv:2503.09573, applied to LLaDA's layout): per sequence
+    one answer block b is drawn, blocks before it stay clean, its tokens are masked at rate t,
+    every later token is masked, and the loss is Eq. 5 over block b alone. Only blocks that
+    start at or before the answer's first EOS are drawn; later ones hold nothing but padding.
+    """
     x, answer = batch["input_ids"], batch["answer_mask"]  # (B, T)
     t = EPS + (1 - EPS) * torch.rand((x.shape[0], 1), generator=generator)  # (B, 1)
     masked = answer & (torch.rand(x.shape, generator=generator) < t)  # (B, T)
+    scored = answer
+    if block_length:
+        # position of each answer token within the answer: 0, 1, ... (-1 outside it)
+        index = answer.long().cumsum(dim=1) - 1  # (B, T)
+        content = (answer & (x != eos_id)).sum(dim=1)  # (B,) answer tokens before the padding EOS
+        choices = content // block_length + 1  # blocks starting at or before the first EOS
+        block = (torch.rand((x.shape[0],), generator=generator) * choices).long().unsqueeze(1)  # (B, 1)
+        scored = answer & (index // block_length == block)  # (B, T): the current block
+        masked = (masked & scored) | (answer & (index // block_length > block))  # later blocks fully masked
     x_t = x.masked_fill(masked, mask_id)
     logits = model(x_t.to(model.device), attention_mask=batch["attention_mask"].to(model.device)).logits  # (B, T, V)
-    masked = masked.to(logits.device)
-    ce = F.cross_entropy(logits[masked].float(), x.to(logits.device)[masked], reduction="none")  # (M,)
-    weight = 1.0 / t.to(logits.device).expand_as(masked)[masked]  # (M,)
-    return (ce * weight).sum() / answer.sum().clamp(min=1).to(logits.device)
+    target = masked & scored
+    target = target.to(logits.device)
+    ce = F.cross_entropy(logits[target].float(), x.to(logits.device)[target], reduction="none")  # (M,)
+    weight = 1.0 / t.to(logits.device).expand_as(target)[target]  # (M,)
+    return (ce * weight).sum() / scored.sum().clamp(min=1).to(logits.device)
 
 
 def learning_rate(cfg: LMTrainConfig, step: int) -> float:
@@ -277,7 +302,8 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(cfg, step)
         if cfg.objective == "mdlm":
-            loss = mdlm_loss(model, batch, mask_id, generator)
+            loss = mdlm_loss(model, batch, mask_id, generator, eos_id=tokenizer.eos_token_id,
+                             block_length=cfg.block_length if cfg.mask_schedule == "blocks" else None)
         else:
             loss = ar_loss(model, {k: v.to(device) for k, v in batch.items()})
         optimizer.zero_grad(set_to_none=True)

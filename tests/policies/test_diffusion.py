@@ -135,7 +135,7 @@ def test_fast_without_threshold_or_cache_is_the_reference_sampler(bidirectional_
     prompts = random_prompts(2, 5, seed=5)
     expected = generate(bidirectional_model, prompts, steps=8, gen_length=16, block_length=8, mask_id=MASK_ID)
     fast = fast_generate(bidirectional_model, prompts, steps=8, gen_length=16, block_length=8, mask_id=MASK_ID,
-                         threshold=None, use_cache=False)
+                         threshold=None, cache="none")
     assert torch.equal(fast.sequences, expected)
     assert fast.forward_passes == 8
 
@@ -148,8 +148,66 @@ def test_prefix_cache_is_exact_for_a_causal_model(causal_model):
     attention[1, :2] = 0
     expected = generate(causal_model, prompts, attention, steps=16, gen_length=16, block_length=4, mask_id=MASK_ID)
     fast = fast_generate(causal_model, prompts, attention, steps=16, gen_length=16, block_length=4, mask_id=MASK_ID,
-                         threshold=None, use_cache=True)
+                         threshold=None, cache="prefix")
     assert torch.equal(fast.sequences, expected)
+
+
+def test_dual_cache_is_the_prefix_cache_when_there_is_no_suffix(bidirectional_model):
+    # One block: nothing follows it, so the DualCache keeps exactly the prefix cache's keys.
+    prompts = random_prompts(2, 5, seed=9)
+    attention = torch.ones_like(prompts)
+    attention[0, :1] = 0
+    kwargs = dict(steps=16, gen_length=16, block_length=16, mask_id=MASK_ID, threshold=None)
+    prefix = fast_generate(bidirectional_model, prompts, attention, cache="prefix", **kwargs)
+    dual = fast_generate(bidirectional_model, prompts, attention, cache="dual", **kwargs)
+    assert torch.equal(prefix.sequences, dual.sequences)
+
+
+def test_dual_cache_feeds_only_the_block_after_its_first_step(bidirectional_model):
+    fed = []
+
+    def counting_model(x, **kwargs):
+        fed.append(x.shape[1])
+        return bidirectional_model(x, **kwargs)
+
+    prompts = random_prompts(2, 5, seed=10)
+    out = fast_generate(counting_model, prompts, steps=16, gen_length=16, block_length=4, mask_id=MASK_ID,
+                        threshold=None, cache="dual")
+    assert fed == [5 + 16, 4, 4, 4] * 4  # per block: the whole canvas once, then the block alone
+    assert not (out.sequences == MASK_ID).any()
+    with pytest.raises(ValueError, match="cache must be one of"):
+        fast_generate(bidirectional_model, prompts, gen_length=16, block_length=4, steps=16, mask_id=MASK_ID, cache="full")
+
+
+def test_stopping_at_eos_keeps_the_text_before_it(bidirectional_model):
+    prompts = random_prompts(2, 5, seed=12)
+    kwargs = dict(steps=16, gen_length=16, block_length=4, mask_id=MASK_ID, threshold=None, cache="none")
+    full = fast_generate(bidirectional_model, prompts, **kwargs)
+    answers = full.sequences[:, 5:]
+    eos = int(answers[0, 1])  # a token both rows commit early in block 0 or 1 plays EOS
+    assert (answers[:, :8] == eos).any(dim=1).all()
+    early = fast_generate(bidirectional_model, prompts, eos_id=eos, **kwargs)
+    assert early.forward_passes < full.forward_passes
+    for row in range(2):
+        cut = int((answers[row] == eos).nonzero()[0])  # the first EOS: the text ends there
+        assert torch.equal(early.sequences[row, 5:5 + cut + 1], answers[row, :cut + 1])
+    decoded = 4 * (early.forward_passes // 4)  # 4 steps per block: the blocks decoded before the stop
+    assert (early.sequences[:, 5 + decoded:] == eos).all() and (early.commit_step[:, decoded:] == 0).all()
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_fast_sampling_draws_from_the_tempered_model_distribution(temperature):
+    fixed = torch.tensor([2.0, 1.0, 0.0, -1.0, -30.0])  # 5 tokens; the last (id 4) plays [MASK]
+
+    def model(x, **kwargs):
+        return type("Output", (), {"logits": fixed.expand(x.shape[0], x.shape[1], -1)})()
+
+    prompts = torch.zeros((20_000, 1), dtype=torch.long)
+    out = fast_generate(model, prompts, steps=1, gen_length=1, block_length=1, mask_id=4, temperature=temperature,
+                        cache="none", generator=torch.Generator().manual_seed(0))
+    frequencies = torch.bincount(out.sequences[:, 1], minlength=5).double() / 20_000
+    expected = torch.softmax(fixed.double() / temperature, dim=0)
+    assert torch.allclose(frequencies, expected, atol=0.01)
 
 
 def test_threshold_bounds_the_number_of_forward_passes(bidirectional_model):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.policies.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE, DiffusionRecordGenerator
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,18 +20,17 @@ def generator():
 
 
 def test_generate_is_prompt_major_seeded_and_conditioned_on_the_prompt(generator):
-    prompts = json.loads((DEFAULT_CHECKPOINT / EVAL_PROMPTS_FILE).read_text())
+    prompts = json.loads((DEFAULT_CHECKPOINT / EVAL_PROMPTS_FILE).read_text())["specified"]
     two = [prompts["MultiWOZ"], prompts["SuperNI"]]
     texts = generator.generate(two, n=4, seed=3)
     assert len(texts) == 8 and all(isinstance(t, str) for t in texts)
     assert texts == generator.generate(two, n=4, seed=3)
     assert texts != generator.generate(two, n=4, seed=4)
     assert len(set(texts[:4])) > 1  # the n samples of one prompt differ
-    # The committed model is small and briefly trained (see docs/lm_core.md for its
-    # measured JSON validity); what it has learned is which record type a prompt asks for:
-    # MultiWOZ's "slots" field shows up for the MultiWOZ prompt, not for the SuperNI one.
-    assert sum("slots" in t for t in texts[:4]) >= 3
-    assert sum("slots" in t for t in texts[4:]) <= 1
+    records = [parse_record(t) for t in texts]
+    # the record type follows the prompt: MultiWOZ's "slots" for the first, SuperNI's "definition" for the second
+    assert sum(r is not None and "slots" in r for r in records[:4]) >= 3
+    assert sum(r is not None and "definition" in r for r in records[4:]) >= 3
 
 
 def test_diffusion_sampler_benchmark_quick():
@@ -39,13 +39,17 @@ def test_diffusion_sampler_benchmark_quick():
     spec.loader.exec_module(bench)
     results = bench.run(quick=True)
     rows = {(r["setting"], r["sampler"]): r for r in results["rows"]}
-    assert set(rows) == {(s, n) for s in ("greedy", "sampling") for n in ("reference", "threshold", "threshold+cache")}
-    assert rows[("greedy", "reference")]["passes_per_token"] == 1.0
+    samplers = ("reference", "threshold", "threshold+cache", "threshold+dualcache", "threshold+cache+eos")
+    assert set(rows) == {(s, n) for s in ("greedy", "sampling") for n in samplers}
+    assert rows[("greedy", "reference")]["forward_passes"] == results["gen_length"]  # LLaDA: one token per pass
     assert rows[("greedy", "reference")]["agreement_with_reference"] == 1.0
     for setting in ("greedy", "sampling"):
-        # at least one pass per block; an undertrained model may commit [MASK] itself, which
-        # stays masked and costs extra passes, so there is no upper bound of one per token
-        assert rows[(setting, "threshold+cache")]["forward_passes"] >= results["gen_length"] // results["block_length"]
+        # threshold decoding needs at least one pass per block and at most one per token
+        for name in samplers[1:4]:
+            assert results["gen_length"] // results["block_length"] <= rows[(setting, name)]["forward_passes"] <= results["gen_length"]
+        # stopping at EOS skips the blocks after every record has ended, and changes no record
+        assert rows[(setting, "threshold+cache+eos")]["forward_passes"] <= rows[(setting, "threshold+cache")]["forward_passes"]
+        assert rows[(setting, "threshold+cache+eos")]["json_valid"] == rows[(setting, "threshold+cache")]["json_valid"]
     assert 0.0 <= rows[("greedy", "threshold+cache")]["agreement_with_reference"] <= 1.0
-    assert set(results["speedup"]) == {"greedy/threshold", "greedy/threshold+cache", "sampling/threshold", "sampling/threshold+cache"}
+    assert set(results["speedup"]) == {f"{s}/{n}" for s in ("greedy", "sampling") for n in samplers[1:]}
     assert "| greedy | reference |" in bench.to_markdown(results)

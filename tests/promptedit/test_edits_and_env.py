@@ -8,14 +8,25 @@ import pytest
 
 import lmgym  # noqa: F401  registers the ids
 from lmgym.data import data_root
-from lmgym.envs.promptedit.edits import FORMAT_SENTENCE, EditLibrary, apply_edit, split_sentences
+from lmgym.envs.promptedit.edits import (
+    FORMAT_SENTENCE,
+    NOVELTY_SENTENCE,
+    EditLibrary,
+    apply_edit,
+    field_hint,
+    specified_prompt,
+    split_sentences,
+)
 from lmgym.envs.promptedit.env import EditLibraryActions, PromptEditEnv
-from lmgym.envs.promptedit.generators import PromptFollowingGeneratorForTests, compact_record, training_pairs
+from lmgym.envs.promptedit.generators import RuleBasedGenerator, compact_record, training_pairs
 from lmgym.envs.promptedit.judge import METRIC_KEYS
+from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.tasks import load_task
 
 needs_truthfulqa = pytest.mark.skipif(
     data_root() is None or not (data_root() / "truthfulqa").exists(), reason="needs LMGYM_DATA/truthfulqa")
+#: the fast rule-based stand-in instead of the default masked-diffusion generator
+RULES = dict(generator="lmgym.envs.promptedit.generators:RuleBasedGenerator")
 
 
 def test_sentences_do_not_split_inside_json_or_quotes():
@@ -81,9 +92,9 @@ def test_env_reset_step_info_and_refused_edit():
 
 
 @needs_truthfulqa
-def test_edits_change_what_the_test_generator_writes():
+def test_edits_change_what_the_rule_based_generator_writes():
     """Tightening the format and hinting every field lift parse rate and TSR (paired seeds)."""
-    env = PromptEditEnv("TruthfulQA", batch_size=32)
+    env = PromptEditEnv("TruthfulQA", batch_size=32, **RULES)
     task, library = env.task, env.library
     better = task.initial_prompt
     for index, name in enumerate(library.entries):
@@ -94,6 +105,19 @@ def test_edits_change_what_the_test_generator_writes():
         after, _ = env.evaluate(better, seed)
         assert after.metrics["parse_rate"] == 1.0 > before.metrics["parse_rate"]
         assert after.metrics["tsr"] > before.metrics["tsr"] and after.reward > before.reward
+
+
+@needs_truthfulqa
+def test_the_default_diffusion_generator_answers_the_prompt():
+    """The frozen MDLM (the registered default) writes valid records when the prompt names every
+    field and asks for bare JSON, and incomplete ones for the vague starting prompt."""
+    env = gym.make("lmgym/PromptEdit-TruthfulQA-v0").unwrapped
+    assert type(env.generator).__name__ == "DiffusionRecordGenerator"
+    start = [env.evaluate(env.task.initial_prompt, seed)[0] for seed in range(2)]
+    specified = [env.evaluate(specified_prompt(env.task), seed)[0] for seed in range(2)]
+    assert all(v.metrics["parse_rate"] >= 0.9 for v in specified)  # measured: 1.0
+    assert sum(v.metrics["tsr"] for v in specified) > sum(v.metrics["tsr"] for v in start)
+    assert sum(v.reward for v in specified) > sum(v.reward for v in start)
 
 
 @needs_truthfulqa
@@ -113,9 +137,7 @@ def test_discrete_wrapper_maps_indices_to_library_edits_with_masks():
 
 @needs_truthfulqa
 def test_custom_generator_and_rubric_judge_by_entry_point():
-    env = PromptEditEnv("TruthfulQA", batch_size=4,
-                        generator="lmgym.envs.promptedit.generators:PromptFollowingGeneratorForTests",
-                        generator_kwargs={"task": "TruthfulQA"},
+    env = PromptEditEnv("TruthfulQA", batch_size=4, **RULES,
                         rubric_judge="lmgym.envs.promptedit.judge:RuleRubricJudge")
     _, info = env.reset(seed=0)
     assert len(env.samples) == 4 and info["metrics"]["tsr"] >= 0.0
@@ -124,21 +146,31 @@ def test_custom_generator_and_rubric_judge_by_entry_point():
 
 
 @needs_truthfulqa
-def test_test_generator_is_a_pure_function_of_its_arguments():
-    generator = PromptFollowingGeneratorForTests("TruthfulQA")
+def test_rule_based_generator_is_a_pure_function_of_its_arguments():
+    generator = RuleBasedGenerator("TruthfulQA")
     a = generator.generate(["p one", "p two"], 3, seed=5)
     assert len(a) == 6 and a == generator.generate(["p one", "p two"], 3, seed=5)
     assert a != generator.generate(["p one", "p two"], 3, seed=6)
 
 
 @needs_truthfulqa
-def test_training_pairs_vary_the_prompt_and_carry_train_records():
+def test_training_pairs_vary_the_prompt_and_follow_its_cues():
     task = load_task("TruthfulQA")
-    pairs = training_pairs(task, seed=0)
-    assert len(pairs) == len(task.train)
+    pairs = training_pairs(task, seed=0, per_record=2)
+    assert len(pairs) == 2 * len(task.train)
     assert len({p for p, _ in pairs}) > 50
     assert all(p.startswith(task.initial_prompt) for p, _ in pairs)
-    assert json.loads(pairs[0][1]) == task.train[0]
+    assert training_pairs(task, seed=0, per_record=2) == pairs
+
+    def valid_share(with_cues: bool) -> float:
+        chosen = [t for p, t in pairs if NOVELTY_SENTENCE not in p
+                  and (FORMAT_SENTENCE in p and all(field_hint(task, f) in p for f in task.fields)) == with_cues]
+        records = [parse_record(t) for t in chosen]
+        return sum(r is not None and not task.validate(r) for r in records) / len(chosen)
+
+    # a prompt naming every field and asking for bare JSON (and not for novelty) mostly gets valid
+    # records; the others rarely
+    assert valid_share(True) > 0.75 > 0.3 > valid_share(False)
 
 
 @needs_truthfulqa
@@ -153,6 +185,9 @@ def test_compacted_records_are_shorter_and_still_pass_schema_and_checks():
         assert not task.validate(short) and not task.failed_checks(short)
         assert len(json.dumps(short)) <= len(json.dumps(record)) and all(  # each answer starts an original one
             any(original.startswith(answer.rstrip("?")) for original in record["correct_answers"]) for answer in short["correct_answers"])
-    pairs = training_pairs(task, seed=0, compact=5)
-    assert [p for p, _ in pairs] == [p for p, _ in training_pairs(task, seed=0)]  # same prompts
-    assert json.loads(pairs[0][1]) == compact_record(task, first, max_words=5)
+    compacted = [compact_record(task, r, max_words=5) for r in task.train]
+    for (prompt, text), (same_prompt, _) in zip(training_pairs(task, seed=0, compact=5), training_pairs(task, seed=0)):
+        assert prompt == same_prompt  # compaction changes the texts, never the prompts
+        record = parse_record(text)
+        if record is not None and NOVELTY_SENTENCE not in prompt:  # values are copied from compacted records
+            assert all(any(value == r[key] for r in compacted) for key, value in record.items())

@@ -11,7 +11,7 @@ from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.policies.diffusion import generate
 from lmgym.policies.tokenizer import decode_answer, prompt_ids
 from lmgym.rollouts import Episode, Step, write_episode
-from lmgym.training.lm import LMTrainConfig, load_pairs, main, train
+from lmgym.training.lm import LMTrainConfig, load_pairs, main, mdlm_loss, train
 
 TINY = dict(vocab_size=300, hidden_size=32, num_layers=2, num_heads=2, max_prompt_tokens=16, max_answer_tokens=24,
             batch_size=8, warmup=5, log_every=5, threads=1, quiet=True)
@@ -67,6 +67,33 @@ def test_mdlm_overfits_one_record_and_the_sampler_writes_it_back(one_record, tmp
     out = generate(model, prompt, steps=24, gen_length=24, block_length=24, mask_id=tokenizer.mask_token_id)
     assert decode_answer(tokenizer, out[0, prompt.shape[1]:].tolist()) == '{"colour": "red", "size": 3}'
     assert metrics["train/loss"] < 0.5
+
+
+def test_block_schedule_masks_one_block_behind_a_clean_prefix():
+    class Recorder(torch.nn.Module):  # uniform logits; remembers the masked input
+        device = torch.device("cpu")
+
+        def forward(self, x, attention_mask=None):
+            self.seen = x.clone()
+            return type("Output", (), {"logits": torch.zeros(x.shape + (10,), requires_grad=True)})()
+
+    mask, eos = 9, 2
+    # 2 prompt tokens, then a 10-token answer: 5 content tokens and 5 padding EOS
+    x = torch.tensor([[7, 7, 5, 5, 5, 5, 5, 2, 2, 2, 2, 2]])
+    batch = {"input_ids": x, "attention_mask": torch.ones_like(x), "answer_mask": torch.tensor([[False] * 2 + [True] * 10])}
+    partly_masked = set()
+    for seed in range(40):
+        model = Recorder()
+        mdlm_loss(model, batch, mask, torch.Generator().manual_seed(seed), block_length=4, eos_id=eos)
+        answer = model.seen[0, 2:].tolist()
+        first = answer.index(mask)
+        block = first // 4  # the drawn block, or the one after it when none of its tokens was masked
+        assert model.seen[0, :2].tolist() == [7, 7] and answer[:first] == x[0, 2:2 + first].tolist()  # clean prefix
+        assert all(token == mask for token in answer[4 * block + 4:])  # later blocks fully masked
+        assert answer[8:] == [mask, mask]  # block 2 starts after the first EOS: never drawn
+        if any(token != mask for token in answer[4 * block:4 * block + 4]):
+            partly_masked.add(block)
+    assert partly_masked == {0, 1}
 
 
 @pytest.mark.parametrize("objective", ["ar", "mdlm"])

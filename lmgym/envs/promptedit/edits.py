@@ -115,6 +115,12 @@ def variety_request(field: str) -> str:
     return f'Vary the "{field}" across records; never repeat a value.'
 
 
+def specified_prompt(task: SchemaTask) -> str:
+    """The starting prompt with every field hint and the format sentence appended: the prompt a
+    generator trained on `training_pairs` answers with schema-valid records most often."""
+    return " ".join([task.initial_prompt] + [field_hint(task, f) for f in task.fields] + [FORMAT_SENTENCE])
+
+
 def example_sentence(record: dict) -> str:
     return "Example: " + json.dumps(record, ensure_ascii=False)
 

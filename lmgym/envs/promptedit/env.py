@@ -16,7 +16,7 @@ from gymnasium import spaces
 
 from lmgym.envs.core import TextEnv
 from lmgym.envs.promptedit.edits import EditLibrary, apply_edit
-from lmgym.envs.promptedit.generators import PromptFollowingGeneratorForTests, resolve
+from lmgym.envs.promptedit.generators import resolve
 from lmgym.envs.promptedit.judge import JudgeCluster, Verdict
 from lmgym.envs.promptedit.tasks import load_task
 
@@ -24,6 +24,9 @@ EDIT_HELP = ('Edits: "replace prompt: <text>", "append: <sentence>", "delete sen
              '"replace "<old>" with "<new>"".')
 #: Characters of one sample record shown in the observation.
 SAMPLE_CHARS = 300
+#: The frozen generator by default: the tiny masked-diffusion LM trained on the train split
+#: (lmgym.policies.record_generator; resolved by name, so this module never imports torch).
+DEFAULT_GENERATOR = "lmgym.policies.record_generator:DiffusionRecordGenerator"
 
 
 class PromptEditEnv(TextEnv):
@@ -70,8 +73,11 @@ class PromptEditEnv(TextEnv):
     rubric question is answered yes.
 
     ## Arguments
-    ``task`` (name), ``generator`` (entry point ``"module:attribute"`` or callable; default the
-    seeded `PromptFollowingGeneratorForTests`) with ``generator_kwargs``, ``embedder`` /
+    ``task`` (name), ``generator`` (entry point ``"module:attribute"`` or callable; default
+    `DEFAULT_GENERATOR`, the frozen tiny masked-diffusion LM of
+    `lmgym.policies.record_generator`; ``"lmgym.envs.promptedit.generators:RuleBasedGenerator"``
+    is the fast rule-based stand-in; a factory with a ``task`` parameter receives the env's
+    task) with ``generator_kwargs``, ``embedder`` /
     ``language_model`` / ``rubric_judge`` (entry points with ``*_kwargs``; defaults: hashed
     n-gram TF-IDF, trigram LM on the train split, rule-based rubric), ``batch_size`` (16),
     ``num_samples`` (3), ``reference_split`` ("held_out").
@@ -109,10 +115,7 @@ class PromptEditEnv(TextEnv):
         self.task_name, self.batch_size, self.num_samples = task, batch_size, num_samples
         self.task = load_task(task)
         self.library = EditLibrary(self.task)
-        if generator is None:
-            self.generator = PromptFollowingGeneratorForTests(self.task)
-        else:
-            self.generator = resolve(generator, generator_kwargs)
+        self.generator = resolve(generator or DEFAULT_GENERATOR, generator_kwargs, context={"task": self.task})
         self.judge = JudgeCluster(
             self.task,
             embedder=resolve(embedder, embedder_kwargs) if embedder else None,

@@ -9,17 +9,18 @@ pure function of its arguments. Any masked-diffusion or autoregressive model wra
 works; the env never imports torch itself: it resolves a ``"module:attribute"`` entry point at
 construction (as Gymnasium does for env entry points) and calls it with ``generator_kwargs``.
 
-`PromptFollowingGeneratorForTests` is **a seeded stand-in written for tests**, not a language
-model: it recombines train references and follows a few prompt cues by fixed rules, so the
-env's dynamics can be tested (and baselines compared) before and beside the real generator.
-`training_pairs` gives (prompt, record) pairs of varied specificity for training a real one.
+`RuleBasedGenerator` is **a seeded rule-based stand-in**, not a language model: it recombines
+train references and follows a few prompt cues by fixed rules, so the env's dynamics can be
+tested fast. The same rules are the curriculum of the real generator: `training_pairs` gives
+(prompt, text) pairs of varied specificity on which the tiny masked-diffusion model is trained.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -37,43 +38,60 @@ class Generator(Protocol):
     def generate(self, prompts: list[str], n: int, seed: int) -> list[str]: ...
 
 
-def resolve(entry_point: str | Callable[..., Any], kwargs: dict[str, Any] | None = None) -> Any:
-    """Build the object `entry_point` names (``"package.module:attribute"``, or a callable)."""
+def resolve(entry_point: str | Callable[..., Any], kwargs: dict[str, Any] | None = None,
+            context: dict[str, Any] | None = None) -> Any:
+    """Build the object `entry_point` names (``"package.module:attribute"``, or a callable).
+
+    ``context`` entries (e.g. the env's ``task``) are passed too when the factory takes a
+    parameter of that name and ``kwargs`` does not set it.
+    """
     if callable(entry_point):
-        return entry_point(**(kwargs or {}))
-    module_name, _, attribute = entry_point.partition(":")
-    if not attribute:
-        raise ValueError(f"entry point must look like 'package.module:attribute', got {entry_point!r}")
-    factory = getattr(importlib.import_module(module_name), attribute)
-    return factory(**(kwargs or {}))
+        factory = entry_point
+    else:
+        module_name, _, attribute = entry_point.partition(":")
+        if not attribute:
+            raise ValueError(f"entry point must look like 'package.module:attribute', got {entry_point!r}")
+        factory = getattr(importlib.import_module(module_name), attribute)
+    kwargs = dict(kwargs or {})
+    accepted = inspect.signature(factory).parameters
+    kwargs.update({k: v for k, v in (context or {}).items() if k in accepted and k not in kwargs})
+    return factory(**kwargs)
 
 
-class PromptFollowingGeneratorForTests:
-    """Seeded test generator: recombines train records, obeying prompt cues by fixed rules.
+class RuleBasedGenerator:
+    """A seeded generator that follows prompt cues by fixed rules: the test stand-in, and the
+    curriculum the tiny masked-diffusion generator is trained on.
 
-    Not a language model; a stand-in with the `Generator` interface so the env, the judge and
-    the baselines can be exercised. For each record it starts from a random train reference and
+    Not a language model. For each record it starts from a random reference record (or a given
+    ``base``) and
 
     * keeps each field with probability 0.97 if the prompt holds that field's hint (or an
       example record), else 0.6 (a dropped field fails the schema);
-    * draws a field's value from any train record if the prompt asks for variety in it, else
-      from two fixed "favourite" records (repetition, low diversity);
+    * draws a field's value from any reference record if the prompt asks for variety in it,
+      else from two fixed "favourite" records (repetition, low diversity);
     * when the prompt asks for novelty, swaps the halves of string values between two records
       (new n-grams, but answers may stop agreeing with each other: semantic failures);
     * writes bare JSON if the prompt tightens the format, else adds chatty prose around it with
       probability 0.4 (unparseable);
     * copies an example in the prompt verbatim with probability 0.3.
+
+    These rules are what an instruction-following generator does with a vague prompt (writes
+    the fields it guesses, in a default style, with favourite content); `training_pairs` turns
+    them into (prompt, text) pairs, so a model trained on them responds to the same edits.
+    ``records`` defaults to the task's train split.
     """
 
-    def __init__(self, task: str | SchemaTask):
+    def __init__(self, task: str | SchemaTask, records: Sequence[dict] | None = None):
         self.task = load_task(task) if isinstance(task, str) else task
+        self.records = list(records if records is not None else self.task.train)
 
     def generate(self, prompts: list[str], n: int, seed: int) -> list[str]:
         rng = np.random.default_rng(seed)
-        return [self._record(prompt, rng) for prompt in prompts for _ in range(n)]
+        return [self.follow(prompt, rng) for prompt in prompts for _ in range(n)]
 
-    def _record(self, prompt: str, rng: np.random.Generator) -> str:
-        task, train = self.task, self.task.train
+    def follow(self, prompt: str, rng: np.random.Generator, base: dict | None = None) -> str:
+        """One text for `prompt` by the rules above."""
+        task, records = self.task, self.records
         examples: list[dict] = []  # the example records quoted in the prompt
         for sentence in prompt.split("Example: ")[1:]:
             try:
@@ -83,16 +101,17 @@ class PromptFollowingGeneratorForTests:
         if examples and rng.random() < 0.3:
             record = examples[int(rng.integers(len(examples)))]
         else:
-            base = train[int(rng.integers(len(train)))]
+            base = base if base is not None else records[int(rng.integers(len(records)))]
             record = {}
             for name in task.fields:
                 keep = 0.97 if (field_hint(task, name) in prompt or examples) else 0.6
                 if rng.random() >= keep:
                     continue
-                donor = train[int(rng.integers(len(train)))] if variety_request(name) in prompt else train[int(rng.integers(2))]
-                value = (base if variety_request(name) in prompt and rng.random() < 0.5 else donor)[name]
+                varied = variety_request(name) in prompt
+                donor = records[int(rng.integers(len(records)))] if varied else records[int(rng.integers(2))]
+                value = (base if varied and rng.random() < 0.5 else donor)[name]
                 if NOVELTY_SENTENCE in prompt and isinstance(value, str):
-                    other = train[int(rng.integers(len(train)))][name]
+                    other = records[int(rng.integers(len(records)))][name]
                     value = _splice(value, other) if isinstance(other, str) else value
                 record[name] = value
         text = json.dumps(record, ensure_ascii=False)
@@ -151,23 +170,27 @@ def compact_record(task: SchemaTask, record: dict[str, Any], max_words: int = 6,
 
 
 def training_pairs(task: SchemaTask, seed: int = 0, per_record: int = 1, compact: int | None = None) -> list[tuple[str, str]]:
-    """(prompt, record JSON) pairs for training a generator on the train references.
+    """(prompt, text) pairs for training a generator that responds to prompt edits.
 
     Prompts vary in specificity: the task's starting prompt followed by a seeded random subset
     of the edit library's appends (field hints, variety and novelty requests, the format
-    sentence). Examples are left out so the generator learns records, not copying. With
-    ``compact=k`` each record is first shortened by `compact_record` (strings cut to k words,
-    lists to 2 items, still schema-valid and passing the same semantic checks).
+    sentence); examples are left out so the generator learns records, not copying. Each train
+    record is the base of `per_record` pairs, and the text is what `RuleBasedGenerator`
+    writes for that prompt from that base: a vague prompt's text misses fields, repeats
+    favourite values and comes wrapped in prose, so the trained model answers edits the way the
+    rules do. With ``compact=k`` every record is first shortened by `compact_record` (strings
+    cut to k words, lists to 2 items, still schema-valid and passing the same semantic checks).
     """
     rng = np.random.default_rng(seed)
+    records = [compact_record(task, r, compact) for r in task.train] if compact else list(task.train)
+    teacher = RuleBasedGenerator(task, records)
     appends = [field_hint(task, f) for f in task.fields] + [variety_request(f) for f in task.fields]
     appends += [FORMAT_SENTENCE, NOVELTY_SENTENCE]
     pairs = []
-    for record in task.train:
+    for record in records:
         for _ in range(per_record):
             prompt = task.initial_prompt
             for k in sorted(rng.permutation(len(appends))[: int(rng.integers(len(appends) + 1))]):
                 prompt = apply_edit(prompt, f"append: {appends[k]}").prompt
-            pairs.append((prompt, json.dumps(compact_record(task, record, compact) if compact else record, ensure_ascii=False)))
+            pairs.append((prompt, teacher.follow(prompt, rng, base=record)))
     return pairs
-
