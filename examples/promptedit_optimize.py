@@ -4,7 +4,7 @@ Reads top to bottom: make the env, read the judge's feedback, edit the prompt wi
 library edits for one episode, then hill-climb over the edit library from the same start, and
 judge both final prompts on the same fresh seeds. Needs LMGYM_DATA (the real reference records).
 
-Smoke test: --task SelfInstruct --steps 2 --eval-seeds 1
+Smoke test: --task SuperNI --steps 2 --eval-seeds 1
 """
 
 import argparse
