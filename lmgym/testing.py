@@ -74,14 +74,15 @@ def _canonical(info: dict[str, Any]) -> str:
     return json.dumps(info, sort_keys=True, default=str, ensure_ascii=False)
 
 
-def transcript(env_id: str, seed: int, steps: int = 20, **kwargs: Any) -> list[str]:
+def transcript(env_id: str, seed: int, steps: int = 20, action_seed: int | None = None, **kwargs: Any) -> list[str]:
     """Observations, rewards, flags and info of `steps` seeded random admissible actions.
 
-    The action choice uses its own generator seeded with `seed`, so the transcript is a pure
-    function of (env, seed). Resets (with seed + 1000 * k) continue the walk after an episode ends.
+    The action choice uses its own generator seeded with `action_seed` (default: `seed`), so the
+    transcript is a pure function of (env, seed). Resets (with seed + 1000 * k) continue the
+    walk after an episode ends.
     """
     env = gym.make(env_id, **kwargs)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed if action_seed is None else action_seed)
     observation, info = env.reset(seed=seed)
     lines = [observation, _canonical(info)]
     episode = 0
@@ -133,11 +134,16 @@ def check_cross_process_determinism(env_id: str, seed: int = 11, steps: int = 15
     assert a == b, f"{env_id}: transcripts differ across processes (PYTHONHASHSEED 1 vs 2)"
 
 
-def check_seeds_differ(env_id: str, seeds: Sequence[int] = (0, 1, 2, 3, 4)) -> None:
+def check_seeds_differ(env_id: str, seeds: Sequence[int] = (0, 1, 2, 3, 4), steps: int = 3) -> None:
+    """The seed changes the episode: the first observations differ, or, for an env whose start
+    is fixed by design (PromptEdit's starting prompt), the first `steps` steps do, with the
+    action choices drawn the same way for every seed so only the env's seed differs."""
     env = gym.make(env_id)
     starts = {env.reset(seed=s)[0] for s in seeds}
     env.close()
-    assert len(starts) > 1, f"{env_id}: seeds {list(seeds)} all gave the same first observation"
+    if len(starts) == 1:
+        walks = {tuple(transcript(env_id, s, steps, action_seed=0)) for s in seeds}
+        assert len(walks) > 1, f"{env_id}: seeds {list(seeds)} gave the same first observation and the same {steps} steps"
 
 
 def check_junk_actions(env_id: str, actions: Sequence[str] = JUNK_ACTIONS, seed: int = 0) -> None:

@@ -65,7 +65,8 @@ class PromptEditEnv(TextEnv):
     ## Starting State
     The task's starting prompt (``Write one JSON record: <description>.``), judged once; every
     batch's generation seed is drawn from ``np_random``, so the samples and feedback differ by
-    seed while the prompt does not.
+    seed while the prompt does not, unless the generator is sure of its answer (the MDLM writes
+    ``{}`` for every seed of MultiWOZ's vague starting prompt; the batches after edits differ).
 
     ## Episode End
     Never terminated (the prompt can always get better); truncated after T edits by the
