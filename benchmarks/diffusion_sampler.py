@@ -16,8 +16,8 @@ Samplers, all on the same model and prompts, answer length the checkpoint's (128
 * ``threshold+cache``: threshold 0.9 and the per-block prefix KV cache;
 * ``threshold+dualcache``: threshold 0.9 and the DualCache (prefix and masked suffix cached,
   the steps inside a block feed the block alone);
-* ``threshold+cache+eos``: threshold 0.9, prefix cache, and no block decoded after every
-  sequence has written EOS (the text before it is final), as `DiffusionRecordGenerator` runs.
+* ``threshold+dualcache+eos``: threshold 0.9, DualCache, and no block decoded after every
+  sequence has written EOS (the text before it is final): how `DiffusionRecordGenerator` runs.
 
 Measured per sampler: record tokens per second (the tokens of each answer up to and including
 its first EOS, summed over the batch, over wall time: the text a caller gets, so stopping early
@@ -143,7 +143,7 @@ def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1, n:
         "threshold": fast("none"),
         "threshold+cache": fast("prefix"),
         "threshold+dualcache": fast("dual"),
-        "threshold+cache+eos": fast("prefix", stop_at_eos=True),
+        "threshold+dualcache+eos": fast("dual", stop_at_eos=True),
     }
     settings = {"greedy": (0.0, 1), "sampling": (1.0, n)}
     results: dict = {"checkpoint": str(folder), "gen_length": gen_length, "block_length": BLOCK_LENGTH,

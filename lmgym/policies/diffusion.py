@@ -236,10 +236,12 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
                   cache: str = "prefix", eos_id: int | None = None, priority: Priority | None = None,
                   on_step: Callable[[torch.Tensor, int], None] | None = None,
                   generator: torch.Generator | None = None) -> FastOutput:
-    """Fast-dLLM decoding: threshold parallel decoding and a per-block prefix KV cache.
+    """Fast-dLLM decoding: threshold parallel decoding and a per-block KV cache.
 
     ``threshold=None`` keeps LLaDA's linear schedule (``steps`` split over the blocks), so with
-    ``cache="none"`` and no priority this is `generate` without guidance. With a threshold,
+    ``cache="none"``, no priority and temperature 0 this is `generate` without guidance (at
+    temperature > 0 it samples the same distributions from another random stream,
+    `_predict_fast`). With a threshold,
     ``steps`` is ignored: a block ends when it has no mask left (at most block_length steps).
 
     ``cache``: "none" feeds the whole canvas at every step. "prefix" (Fast-dLLM's prefix cache)
@@ -298,8 +300,8 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
                 kv.crop(start - fed_end)  # the fed span's keys change every step: drop them
                 offset = start
             passes += 1
-            # only the current block can be committed: score just its positions (the float64
-            # softmax and Gumbel noise over the whole canvas cost as much as the forward pass)
+            # only the current block can be committed: score just its positions (scoring the
+            # whole canvas costs as much as the forward pass on a CPU)
             block_logits = logits[:, start - offset:end - offset]  # (B, block, V)
             x0, confidence = _predict_fast(block_logits, temperature, remasking, generator)  # (B, block)
             current = x[:, start:end]  # (B, block)

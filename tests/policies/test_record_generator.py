@@ -39,7 +39,7 @@ def test_diffusion_sampler_benchmark_quick():
     spec.loader.exec_module(bench)
     results = bench.run(quick=True)
     rows = {(r["setting"], r["sampler"]): r for r in results["rows"]}
-    samplers = ("reference", "threshold", "threshold+cache", "threshold+dualcache", "threshold+cache+eos")
+    samplers = ("reference", "threshold", "threshold+cache", "threshold+dualcache", "threshold+dualcache+eos")
     assert set(rows) == {(s, n) for s in ("greedy", "sampling") for n in samplers}
     assert rows[("greedy", "reference")]["forward_passes"] == results["gen_length"]  # LLaDA: one token per pass
     assert rows[("greedy", "reference")]["agreement_with_reference"] == 1.0
@@ -48,8 +48,8 @@ def test_diffusion_sampler_benchmark_quick():
         for name in samplers[1:4]:
             assert results["gen_length"] // results["block_length"] <= rows[(setting, name)]["forward_passes"] <= results["gen_length"]
         # stopping at EOS skips the blocks after every record has ended, and changes no record
-        assert rows[(setting, "threshold+cache+eos")]["forward_passes"] <= rows[(setting, "threshold+cache")]["forward_passes"]
-        assert rows[(setting, "threshold+cache+eos")]["json_valid"] == rows[(setting, "threshold+cache")]["json_valid"]
+        assert rows[(setting, "threshold+dualcache+eos")]["forward_passes"] <= rows[(setting, "threshold+dualcache")]["forward_passes"]
+        assert rows[(setting, "threshold+dualcache+eos")]["json_valid"] == rows[(setting, "threshold+dualcache")]["json_valid"]
     assert 0.0 <= rows[("greedy", "threshold+cache")]["agreement_with_reference"] <= 1.0
     assert set(results["speedup"]) == {f"{s}/{n}" for s in ("greedy", "sampling") for n in samplers[1:]}
     assert "| greedy | reference |" in bench.to_markdown(results)
