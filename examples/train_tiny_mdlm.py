@@ -94,6 +94,7 @@ prompts = {"starting": {}, "specified": {}}
 rows = []
 for name in TASKS:
     task = load_task(name)
+    judge = JudgeCluster(task)
     prompts["starting"][name], prompts["specified"][name] = task.initial_prompt, specified_prompt(task)
     for kind in prompts:
         started = time.time()
@@ -103,7 +104,7 @@ for name in TASKS:
         row = {"task": name, "prompt": kind, "samples": len(texts),
                "json_valid": sum(r is not None for r in records) / len(texts),
                "schema_valid": sum(r is not None and not task.validate(r) for r in records) / len(texts),
-               "tsr": JudgeCluster(task).measure(texts).metrics["tsr"], "seconds": round(seconds, 3), "example": texts[0]}
+               "tsr": judge.measure(texts).metrics["tsr"], "seconds": round(seconds, 3), "example": texts[0]}
         rows.append(row)
         print(f"{name:12s} {kind:9s} json {row['json_valid']:.2f}  schema {row['schema_valid']:.2f}  TSR {row['tsr']:.2f}  "
               f"{seconds:.2f}s  e.g. {texts[0][:100]}")

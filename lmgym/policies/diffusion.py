@@ -84,31 +84,18 @@ def _guided_logits(model, x: torch.Tensor, attention_mask: torch.Tensor | None, 
     return uncond + (cfg_scale + 1) * (conditional - uncond)
 
 
-def _predict(logits: torch.Tensor, temperature: float, remasking: str,
-             generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Predicted tokens x0 (B, L) and the confidence used to rank them (B, L), float64."""
-    x0 = add_gumbel_noise(logits, temperature, generator).argmax(dim=-1)
-    if remasking == "low_confidence":
-        probs = F.softmax(logits.to(torch.float64), dim=-1)
-        confidence = probs.gather(-1, x0.unsqueeze(-1)).squeeze(-1)
-    elif remasking == "random":
-        # float32 draws, as the reference does, so a seeded run matches it number for number
-        confidence = torch.rand(x0.shape, device=x0.device, generator=generator).to(torch.float64)
-    else:
-        raise ValueError(f"remasking must be one of {REMASKING}, got {remasking!r}")
-    return x0, confidence
+def _predict(logits: torch.Tensor, temperature: float, remasking: str, generator: torch.Generator | None,
+             exact: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Predicted tokens x0 (B, L) and the confidence used to rank them (B, L), float64.
 
-
-def _predict_fast(logits: torch.Tensor, temperature: float, remasking: str,
-                  generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """`_predict` for the fast sampler: the same distribution, drawn by inverse-CDF sampling
-    (one uniform number per position, looked up in the cumulative float32 probabilities)
-    instead of float64 Gumbel-max, which draws one number per vocabulary entry: on a CPU the
-    noise cost more than the forward pass. A different random stream, so only greedy decoding
-    matches the reference token for token."""
-    probs = F.softmax(logits.float(), dim=-1)  # (B, L, V): LLaDA's confidence is p(x0) at T = 1
-    if temperature == 0:
-        x0 = probs.argmax(dim=-1)
+    ``exact``: x0 by the reference's float64 Gumbel-max (one noise draw per vocabulary entry).
+    Otherwise by inverse-CDF lookup in the float32 tempered probabilities, one uniform draw per
+    position: the same distribution from another random stream, for the fast sampler, because on
+    a CPU the reference's noise cost more than the forward pass. Greedy decoding is identical.
+    """
+    probs = F.softmax(logits.to(torch.float64 if exact else torch.float32), dim=-1)  # LLaDA's confidence: p at T = 1
+    if exact or temperature == 0:
+        x0 = add_gumbel_noise(logits, temperature, generator).argmax(dim=-1)
     else:
         tempered = probs if temperature == 1 else F.softmax(logits.float() / temperature, dim=-1)
         cdf = tempered.cumsum(dim=-1)  # (B, L, V)
@@ -117,6 +104,7 @@ def _predict_fast(logits: torch.Tensor, temperature: float, remasking: str,
     if remasking == "low_confidence":
         confidence = probs.gather(-1, x0.unsqueeze(-1)).squeeze(-1).to(torch.float64)
     elif remasking == "random":
+        # float32 draws, as the reference does, so a seeded run matches it number for number
         confidence = torch.rand(x0.shape, device=x0.device, generator=generator).to(torch.float64)
     else:
         raise ValueError(f"remasking must be one of {REMASKING}, got {remasking!r}")
@@ -241,7 +229,7 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
     ``threshold=None`` keeps LLaDA's linear schedule (``steps`` split over the blocks), so with
     ``cache="none"``, no priority and temperature 0 this is `generate` without guidance (at
     temperature > 0 it samples the same distributions from another random stream,
-    `_predict_fast`). With a threshold,
+    `_predict` with ``exact=False``). With a threshold,
     ``steps`` is ignored: a block ends when it has no mask left (at most block_length steps).
 
     ``cache``: "none" feeds the whole canvas at every step. "prefix" (Fast-dLLM's prefix cache)
@@ -303,7 +291,7 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
             # only the current block can be committed: score just its positions (scoring the
             # whole canvas costs as much as the forward pass on a CPU)
             block_logits = logits[:, start - offset:end - offset]  # (B, block, V)
-            x0, confidence = _predict_fast(block_logits, temperature, remasking, generator)  # (B, block)
+            x0, confidence = _predict(block_logits, temperature, remasking, generator, exact=False)  # (B, block)
             current = x[:, start:end]  # (B, block)
             mask_index = current == mask_id
             confidence = torch.where(mask_index, confidence + bias[:, start:end], -torch.inf)

@@ -2,10 +2,11 @@
 ``generate(prompts, n, seed) -> list[str]``.
 
 `DiffusionRecordGenerator` wraps any MDLM checkpoint (`lmgym.policies.checkpoints`) with the
-fast sampler (`lmgym.policies.diffusion.fast_generate`: threshold decoding, a KV cache, stop
-once every record has ended) and Gumbel-max sampling, so the n records for one prompt differ;
-the output is a pure function of (prompts, n, seed). Its default checkpoint, ``lmgym/policies/checkpoints/json_records_mdlm``,
-is committed (about 4 MB) so a fresh clone without data works; it is rebuilt by::
+fast sampler (`lmgym.policies.diffusion.fast_generate`: threshold decoding, DualCache, stop
+once every record has ended) sampling at temperature 1, so the n records for one prompt
+differ; the output is a pure function of (prompts, n, seed). Its default checkpoint,
+``lmgym/policies/checkpoints/json_records_mdlm``, is committed (about 4 MB) so a fresh clone
+without data works; it is rebuilt by::
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
 
@@ -43,7 +44,7 @@ class DiffusionRecordGenerator:
 
     Args:
         checkpoint: MDLM checkpoint folder (default: the committed tiny JSON-record model).
-        temperature: Gumbel-max temperature (0: the n records of a prompt are identical).
+        temperature: sampling temperature (0: the n records of a prompt are identical).
         threshold: Fast-dLLM confidence threshold (None: LLaDA's fixed schedule of ``steps``).
         cache: "none", "prefix" or "dual" (`lmgym.policies.diffusion.fast_generate`).
         block_length: semi-autoregressive block (a divisor of the answer length).

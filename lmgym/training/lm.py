@@ -210,8 +210,7 @@ def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: to
         masked = (masked & scored) | (answer & (index // block_length > block))  # later blocks fully masked
     x_t = x.masked_fill(masked, mask_id)
     logits = model(x_t.to(model.device), attention_mask=batch["attention_mask"].to(model.device)).logits  # (B, T, V)
-    target = masked & scored
-    target = target.to(logits.device)
+    target = (masked & scored).to(logits.device)  # the masked tokens the loss is over
     ce = F.cross_entropy(logits[target].float(), x.to(logits.device)[target], reduction="none")  # (M,)
     weight = 1.0 / t.to(logits.device).expand_as(target)[target]  # (M,)
     return (ce * weight).sum() / scored.sum().clamp(min=1).to(logits.device)
