@@ -36,10 +36,18 @@ class Agent(ABC):
     """Base class of everything that acts in an lmgym env."""
 
     name: str = "agent"
+    #: The id of the env the current episode runs in (set by `reset`; None when unknown).
+    env_id: str | None = None
 
-    def reset(self, *, seed: int | None = None) -> None:
-        """Start a new episode; all of the agent's randomness comes from `seed`."""
+    def reset(self, *, seed: int | None = None, env_id: str | None = None) -> None:
+        """Start a new episode; all of the agent's randomness comes from `seed`.
+
+        `env_id` names the env the episode runs in (`run_episode` passes it), so an agent
+        can pick its prompts or grammar per family. Runners pass `agent_seed(episode_seed)`,
+        never the env's own seed (`lmgym.agents.runner`).
+        """
         self.rng = np.random.default_rng(seed)
+        self.env_id = env_id
 
     @abstractmethod
     def decide(self, observation: str, info: dict[str, Any]) -> Decision: ...

@@ -7,10 +7,10 @@ plug in with `register_agent` (or by path) without the runner knowing them.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from lmgym.agents.base import Agent
+from lmgym.entrypoints import load_entry_point
 
 AGENTS: dict[str, str] = {
     "random": "lmgym.agents.base:RandomAgent",
@@ -28,14 +28,9 @@ def register_agent(name: str, target: str) -> None:
 
 def resolve_agent(kind: str) -> type[Agent]:
     """The class a registered name or ``"module:Class"`` path names."""
-    target = AGENTS.get(kind, kind)
-    if ":" not in target:
+    if kind not in AGENTS and ":" not in kind:
         raise KeyError(f"unknown agent {kind!r}; registered: {sorted(AGENTS)} (or give 'module:Class')")
-    module_name, _, class_name = target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name, None)
-    if cls is None:
-        raise KeyError(f"module {module_name!r} has no class {class_name!r}")
-    return cls
+    return load_entry_point(kind, aliases=AGENTS, what="agent")
 
 
 def make_agent(kind: str, **kwargs: Any) -> Agent:

@@ -7,9 +7,24 @@ import time
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 from lmgym.agents.base import Agent
 from lmgym.rollouts import Episode, Step, split_info
+
+
+def agent_seed(seed: int | None) -> int | None:
+    """The agent's seed for the episode whose env is reset with `seed`.
+
+    The env keeps `seed` itself (so ``env.reset(seed=s)`` replays a benchmark episode), and the
+    agent draws from the first child of ``numpy.random.SeedSequence(seed)``: spawned sequences
+    are statistically independent of their parent's stream (numpy's SeedSequence docs), so an
+    agent's random choices are not tied to the task the env drew with the same number.
+    """
+    if seed is None:
+        return None
+    child = np.random.SeedSequence(seed).spawn(1)[0]
+    return int(child.generate_state(1, np.uint64)[0] >> np.uint64(1))  # a non-negative int64
 
 
 def run_episode(
@@ -21,14 +36,14 @@ def run_episode(
     options: dict[str, Any] | None = None,
     max_steps: int | None = None,
 ) -> Episode:
-    """Reset `env` and `agent` with `seed`, act until the episode ends, return the `Episode`.
+    """Reset `env` with `seed` and `agent` with `agent_seed(seed)`, act until the episode ends.
 
     `max_steps` is a safety net for unwrapped envs; registered envs end through their
-    `TimeLimit`. The agent is seeded with the same `seed`, so a run is a function of it.
+    `TimeLimit`. The run is a function of `seed`; the agent's stream is independent of the env's.
     """
     env_id = env_id or (env.spec.id if env.spec else type(env.unwrapped).__name__)
     observation, info = env.reset(seed=seed, options=options)
-    agent.reset(seed=seed)
+    agent.reset(seed=agent_seed(seed), env_id=env_id)
     episode = Episode(env_id=env_id, seed=seed, task=str(info.get("task", "")), agent=agent.name,
                       env_kwargs_json=json.dumps(env.spec.kwargs if env.spec else {}, sort_keys=True, default=str))
     while True:

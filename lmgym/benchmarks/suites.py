@@ -23,6 +23,7 @@ import gymnasium as gym
 
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.data import data_root
+from lmgym.entrypoints import load_entry_point
 from lmgym.envs.registry import ENVS, EnvEntry
 
 SUITES = ("smoke", "default", "full")
@@ -124,9 +125,7 @@ def _split_variants(env_id: str) -> list[dict[str, Any]]:
     entry_point = gym.spec(env_id).entry_point
     if not splits or not isinstance(entry_point, str):
         return [{}]
-    module_name, _, class_name = entry_point.partition(":")
-    module = importlib.import_module(module_name)
-    if "split" not in inspect.signature(getattr(module, class_name)).parameters:
+    if "split" not in inspect.signature(load_entry_point(entry_point)).parameters:
         return [{}]
     return [{"split": split} for split in splits]
 

@@ -9,10 +9,12 @@ import signal
 from pathlib import Path
 
 from lmgym.agents.base import RandomAgent
+from lmgym.agents.runner import agent_seed
 
 
 class KillProcessOnce(RandomAgent):
-    """The random agent, except that the first time it sees `seed` it SIGKILLs its own process.
+    """The random agent, except that the first time it plays the episode of `seed` it SIGKILLs
+    its own process (agents are reset with `agent_seed` of the episode seed).
 
     A marker file records that the kill happened, so the run after the crash goes through.
     """
@@ -20,12 +22,12 @@ class KillProcessOnce(RandomAgent):
     name = "random"
 
     def __init__(self, seed: int, marker: str):
-        self.kill_seed = seed
+        self.kill_seed = agent_seed(seed)
         self.marker = Path(marker)
         super().__init__()  # calls reset(seed=None)
 
-    def reset(self, *, seed=None):
-        super().reset(seed=seed)
+    def reset(self, *, seed=None, env_id=None):
+        super().reset(seed=seed, env_id=env_id)
         if seed == self.kill_seed and not self.marker.exists():
             self.marker.write_text("killed\n")
             os.kill(os.getpid(), signal.SIGKILL)
@@ -36,13 +38,14 @@ class RaisesAtSeed(RandomAgent):
 
     def __init__(self, seed: int):
         super().__init__()
-        self.bad_seed = seed
+        self.episode_seed = seed
+        self.bad_seed = agent_seed(seed)
 
-    def reset(self, *, seed=None):
-        super().reset(seed=seed)
+    def reset(self, *, seed=None, env_id=None):
+        super().reset(seed=seed, env_id=env_id)
         self.current_seed = seed
 
     def decide(self, observation, info):
         if self.current_seed == self.bad_seed:
-            raise RuntimeError(f"agent broke on seed {self.bad_seed}")
+            raise RuntimeError(f"agent broke on seed {self.episode_seed}")
         return super().decide(observation, info)

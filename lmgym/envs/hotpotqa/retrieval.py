@@ -15,10 +15,11 @@ builds it twice per corpus (over titles, for the ``Similar:`` list of a failed s
 from __future__ import annotations
 
 import functools
-import importlib
 from typing import Callable, Protocol, Sequence
 
 import numpy as np
+
+from lmgym.entrypoints import load_entry_point
 
 STRING_FACTORIES = {"bm25": "lmgym.envs.hotpotqa.retrieval:BM25Retriever",
                     "dense": "lmgym.policies.retrievers:DenseRetriever"}
@@ -70,13 +71,7 @@ def resolve_retriever(spec: str | RetrieverFactory) -> RetrieverFactory:
     """The factory named by `spec` ("bm25", "dense", "module:Name") or `spec` itself."""
     if callable(spec):
         return spec
-    if not isinstance(spec, str):
-        raise TypeError(f"retriever must be a name or a factory, got {type(spec).__name__}")
-    target = STRING_FACTORIES.get(spec, spec)
-    if ":" not in target:
-        raise ValueError(f"retriever must be one of {sorted(STRING_FACTORIES)} or 'module:Name', got {spec!r}")
-    module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    return load_entry_point(spec, aliases=STRING_FACTORIES, what="retriever")
 
 
 def nearest_titles(query: str, titles: Sequence[str], title_index: Retriever, n: int) -> list[str]:

@@ -17,13 +17,13 @@ tested fast. The same rules are the curriculum of the real generator: `training_
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 
+from lmgym.entrypoints import load_entry_point
 from lmgym.envs.promptedit.edits import (
     FORMAT_SENTENCE,
     NOVELTY_SENTENCE,
@@ -45,13 +45,7 @@ def resolve(entry_point: str | Callable[..., Any], kwargs: dict[str, Any] | None
     ``context`` entries (e.g. the env's ``task``) are passed too when the factory takes a
     parameter of that name and ``kwargs`` does not set it.
     """
-    if callable(entry_point):
-        factory = entry_point
-    else:
-        module_name, _, attribute = entry_point.partition(":")
-        if not attribute:
-            raise ValueError(f"entry point must look like 'package.module:attribute', got {entry_point!r}")
-        factory = getattr(importlib.import_module(module_name), attribute)
+    factory = entry_point if callable(entry_point) else load_entry_point(entry_point)
     kwargs = dict(kwargs or {})
     accepted = inspect.signature(factory).parameters
     kwargs.update({k: v for k, v in (context or {}).items() if k in accepted and k not in kwargs})
