@@ -14,6 +14,8 @@ converts it once into a safetensors folder under the cache dir (``LMGYM_CACHE``,
 from __future__ import annotations
 
 import importlib.util
+import inspect
+import json
 import os
 import shutil
 import tempfile
@@ -23,13 +25,16 @@ from pathlib import Path
 import safetensors.torch
 import torch
 from transformers import (
+    AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
     LlamaConfig,
     LlamaForCausalLM,
+    PretrainedConfig,
     PreTrainedModel,
     PreTrainedTokenizerBase,
 )
+from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 from lmgym.data import cache_dir
 
@@ -88,19 +93,109 @@ def best_device_and_dtype(device: str | None = None, dtype: torch.dtype | str | 
 
 
 def load_local_model(path: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None,
-                     bidirectional: bool | None = None, gguf_file: str | None = None) -> PreTrainedModel:
+                     bidirectional: bool | None = None, gguf_file: str | None = None,
+                     trust_remote_code: bool = False) -> PreTrainedModel:
     """Load any local Hugging Face causal LM folder (LLaMA, Qwen3, a LLaDA-style bidirectional
-    Llama, our checkpoints) without network access, in eval mode.
+    Llama, our checkpoints, or a folder with its own model code such as LLaDA-8B-Instruct)
+    without network access, in eval mode.
 
     ``bidirectional`` overrides the folder's ``is_causal`` (True: attend both ways, for
     masked diffusion or the AR-to-diffusion adapter); None keeps what the folder says.
+
+    ``trust_remote_code``: a folder whose config.json has an ``auto_map`` ships its own model
+    class as Python files (LLaDA's ``modeling_llada.py``, Dream's ``modeling_dream.py``).
+    Loading it *executes those files* with your privileges, so it is refused unless the caller
+    passes True; read the files (or check their hashes against the publisher's) first. Folders
+    without an ``auto_map`` never run folder code, whatever this flag says. Such a class is
+    loaded through `remote_code_compat` (see there for what it patches and why).
     """
     dev, dt = best_device_and_dtype(device, dtype)
-    kwargs = {"gguf_file": gguf_file} if gguf_file else {}
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dt, local_files_only=True, **kwargs)
+    folder = Path(path)
+    remote_class = _remote_model_class(folder)
+    if remote_class is None:
+        kwargs = {"gguf_file": gguf_file} if gguf_file else {}
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=dt, local_files_only=True, **kwargs)
+    elif not trust_remote_code:
+        module = remote_class.split(".")[0]
+        raise ValueError(f"{folder} ships its own model code ({module}.py); loading it runs that file: "
+                         f"read it, then pass trust_remote_code=True")
+    else:
+        config = _remote_config(folder)
+        model_class = remote_code_compat(get_class_from_dynamic_module(remote_class, str(folder), local_files_only=True))
+        model = model_class.from_pretrained(str(folder), config=config, dtype=dt, local_files_only=True)
     if bidirectional is not None:
         set_bidirectional(model, bidirectional)
     return model.to(dev).eval()
+
+
+def _remote_model_class(folder: Path) -> str | None:
+    """The folder's own model class ("module.Class" from config.json's ``auto_map``), or None.
+
+    Dream maps only ``AutoModel`` (its one class carries the LM head), LLaDA both; the causal-LM
+    entry wins where there are both.
+    """
+    config_file = folder / "config.json"
+    if not config_file.is_file():
+        return None
+    auto_map = json.loads(config_file.read_text(encoding="utf-8")).get("auto_map", {})
+    return auto_map.get("AutoModelForCausalLM") or auto_map.get("AutoModel")
+
+
+def _remote_config(folder: Path) -> PretrainedConfig:
+    """The folder's own config class, with the keys transformers 5 drops put back.
+
+    Transformers 5 treats ``use_cache`` as a generation parameter: a remote config that passes
+    it to ``PretrainedConfig.__init__`` (LLaDA's does) ends up without the attribute, and
+    LLaDA's forward reads ``self.config.use_cache`` (the README's third error,
+    ``AttributeError: 'LLaDAConfig' object has no attribute 'use_cache'``). The value restored
+    is the folder's own (False for LLaDA, whose forward asserts that no cache is used).
+    """
+    config = AutoConfig.from_pretrained(str(folder), trust_remote_code=True, local_files_only=True)
+    if not hasattr(config, "use_cache"):
+        saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        config.use_cache = bool(saved.get("use_cache", False))
+    return config
+
+
+def remote_code_compat(model_class: type[PreTrainedModel]) -> type[PreTrainedModel]:
+    """A subclass of a transformers-4 era remote model class that loads under transformers 5.
+
+    Each patch is applied only where the class needs it, so a class written for transformers 5
+    comes back unchanged. They fix the errors LLaDA-8B-Instruct's published ``modeling_llada.py``
+    meets (shared/reference/llada/README.md):
+
+    1. ``AttributeError: 'LLaDAModelLM' object has no attribute 'all_tied_weights_keys'``: v5's
+       ``from_pretrained`` reads attributes that ``PreTrainedModel.post_init()`` sets, and
+       LLaDA's ``__init__`` never calls it. The subclass calls it after the original
+       ``__init__`` when the attribute is missing.
+    2. ``TypeError: LLaDAModelLM.tie_weights() got an unexpected keyword argument
+       'recompute_mapping'``: v5 calls ``tie_weights(missing_keys=..., recompute_mapping=...)``.
+       Where the class overrides ``tie_weights`` without those parameters, the subclass accepts
+       and drops them and calls the original (LLaDA's ties only when ``weight_tying`` is set).
+
+    The third error (``use_cache`` missing from the config) is fixed on the config, in
+    `_remote_config`. Nothing in the forward pass is changed: the logits are the published code's.
+    """
+    patches: dict[str, object] = {}
+    original_init = model_class.__init__
+
+    def __init__(self, config, *args, **kwargs):
+        original_init(self, config, *args, **kwargs)
+        if not hasattr(self, "all_tied_weights_keys"):
+            self.post_init()
+
+    patches["__init__"] = __init__
+    tie_parameters = inspect.signature(model_class.tie_weights).parameters
+    if model_class.tie_weights is not PreTrainedModel.tie_weights and "recompute_mapping" not in tie_parameters:
+        original_tie = model_class.tie_weights
+
+        def tie_weights(self, missing_keys=None, recompute_mapping=True):
+            return original_tie(self)
+
+        patches["tie_weights"] = tie_weights
+    # keep the published name, so save_pretrained writes the same "architectures" entry
+    return type(model_class.__name__, (model_class,), {"__module__": model_class.__module__,
+                                                        "__qualname__": model_class.__qualname__, **patches})
 
 
 def set_bidirectional(model: PreTrainedModel, bidirectional: bool) -> None:
