@@ -24,7 +24,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     from lmgym.data import DataNotFoundError
 
-    return (GymError, DataNotFoundError, FileNotFoundError, ValueError, KeyError)
+    # ConnectionError: an endpoint backend that is unreachable or answers an error
+    return (GymError, DataNotFoundError, FileNotFoundError, ValueError, KeyError, ConnectionError)
 
 
 #: Errors that come from what the user asked for: shown as one line, not a traceback.
