@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import safetensors
 import safetensors.torch
 import torch
 from transformers import (
@@ -196,6 +197,108 @@ def remote_code_compat(model_class: type[PreTrainedModel]) -> type[PreTrainedMod
     # keep the published name, so save_pretrained writes the same "architectures" entry
     return type(model_class.__name__, (model_class,), {"__module__": model_class.__module__,
                                                         "__qualname__": model_class.__qualname__, **patches})
+
+
+#: LLaDA config values the Llama layout reproduces exactly (LLaDA-8B-Base and -Instruct have these).
+_LLADA_AS_LLAMA = {"block_type": "llama", "layer_norm_type": "rms", "activation_type": "silu", "rope": True,
+                   "alibi": False, "block_group_size": 1, "weight_tying": False, "include_bias": False,
+                   "include_qkv_bias": False, "scale_logits": False, "input_emb_norm": False,
+                   "attention_layer_norm": False, "layer_norm_with_affine": True, "bias_for_layer_norm": False}
+#: LLaDA parameter names (``model.transformer.``...) -> LlamaForCausalLM's, per block and at the top.
+_LLADA_BLOCK_NAMES = {"attn_norm": "input_layernorm", "ff_norm": "post_attention_layernorm",
+                      "q_proj": "self_attn.q_proj", "k_proj": "self_attn.k_proj", "v_proj": "self_attn.v_proj",
+                      "attn_out": "self_attn.o_proj", "ff_proj": "mlp.gate_proj", "up_proj": "mlp.up_proj",
+                      "ff_out": "mlp.down_proj"}
+_LLADA_TOP_NAMES = {"wte": "model.embed_tokens", "ln_f": "model.norm", "ff_out": "lm_head"}
+_FOLDER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "generation_config.json")
+
+
+def llada_to_llama_name(name: str) -> str:
+    """``model.transformer.blocks.3.ff_proj.weight`` -> ``model.layers.3.mlp.gate_proj.weight``."""
+    parts = name.removeprefix("model.transformer.").split(".")
+    if parts[0] == "blocks":
+        return ".".join(["model", "layers", parts[1], _LLADA_BLOCK_NAMES[parts[2]], *parts[3:]])
+    return ".".join([_LLADA_TOP_NAMES[parts[0]], *parts[1:]])
+
+
+def llada_llama_config(llada: dict) -> LlamaConfig:
+    """The `LlamaConfig` (``is_causal=False``) whose model computes what a LLaDA config's does.
+
+    LLaDA's "llama" block is a Llama decoder layer under other names (ML-GSAI/LLaDA
+    ``modeling_llada.py``: ``LLaDALlamaBlock``): pre-RMSNorm, rotary attention with the same
+    half-split rotation, SwiGLU ``ff_out(silu(ff_proj(x)) * up_proj(x))``, final RMSNorm and an
+    untied output layer; only the attention is bidirectional (Nie et al. 2025, sec. 2.1). Config
+    values outside `_LLADA_AS_LLAMA` (ALiBi, biases, tied or scaled logits...) are refused.
+    ``mask_token_id`` is kept in the config for the samplers.
+    """
+    different = {key: llada.get(key) for key, value in _LLADA_AS_LLAMA.items() if llada.get(key, value) != value}
+    if different:
+        raise ValueError(f"this LLaDA config has no Llama equivalent: {different}")
+    kv_heads = llada.get("n_kv_heads") or (1 if llada.get("multi_query_attention") else llada["n_heads"])
+    return LlamaConfig(
+        vocab_size=llada.get("embedding_size") or llada["vocab_size"],
+        hidden_size=llada["d_model"],
+        intermediate_size=llada.get("mlp_hidden_size") or llada["mlp_ratio"] * llada["d_model"],
+        num_hidden_layers=llada["n_layers"],
+        num_attention_heads=llada["n_heads"],
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=llada["max_sequence_length"],
+        rope_theta=llada["rope_theta"],
+        rms_norm_eps=llada["rms_norm_eps"],
+        tie_word_embeddings=False,
+        is_causal=False,
+        bos_token_id=llada.get("bos_token_id"),
+        eos_token_id=llada.get("eos_token_id"),
+        pad_token_id=llada.get("pad_token_id"),
+        mask_token_id=llada.get("mask_token_id"),
+        architectures=["LlamaForCausalLM"],
+    )
+
+
+def convert_llada_to_llama(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Rewrite a LLaDA folder (``modeling_llada.py`` + safetensors) as a Llama-layout folder.
+
+    The result loads with `load_local_model` and no remote code at all, and its forward takes
+    a KV cache and ``position_ids``, so `fast_generate`'s prefix and dual caches work on it
+    (LLaDA's own code takes no cache). The logits are the same as the published code's (in
+    float32; bf16 rounds the rotary product differently) with one deliberate difference: the
+    published forward ignores ``attention_mask`` (it passes ``attn_mask=None`` to SDPA), the
+    Llama one masks left padding. Reads config.json as data and never runs the folder's code;
+    converts one safetensors shard at a time (an 8B model needs one shard's memory), copies
+    the tokenizer and generation config, and writes into a temporary sibling folder renamed
+    into place, so an interrupted conversion leaves nothing half-written.
+    """
+    source, target = Path(source), Path(target)
+    llada = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    if (source / "generation_config.json").exists():  # LLaDA keeps its BOS id only there
+        generation = json.loads((source / "generation_config.json").read_text(encoding="utf-8"))
+        llada.setdefault("bos_token_id", generation.get("bos_token_id"))
+    config = llada_llama_config(llada)
+    shards = sorted(source.glob("*.safetensors"))
+    if not shards:
+        raise FileNotFoundError(f"no .safetensors weights in {source}")
+    if target.exists():
+        raise FileExistsError(f"{target} exists; convert into a new folder")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        weight_map = {}
+        for shard in shards:
+            with safetensors.safe_open(str(shard), framework="pt") as reader:
+                tensors = {llada_to_llama_name(name): reader.get_tensor(name) for name in reader.keys()}
+            safetensors.torch.save_file(tensors, str(tmp / shard.name), metadata={"format": "pt"})
+            weight_map.update(dict.fromkeys(tensors, shard.name))
+        if len(shards) > 1:
+            index = {"metadata": {}, "weight_map": dict(sorted(weight_map.items()))}
+            (tmp / "model.safetensors.index.json").write_text(json.dumps(index, indent=2), encoding="utf-8")
+        config.save_pretrained(tmp)
+        for name in _FOLDER_FILES:
+            if (source / name).exists():
+                shutil.copyfile(source / name, tmp / name)
+        os.rename(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 def set_bidirectional(model: PreTrainedModel, bidirectional: bool) -> None:

@@ -17,7 +17,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from lmgym.policies.diffusion import cache_argument, fast_generate, generate
-from lmgym.policies.models import load_local_model
+from lmgym.policies.models import convert_llada_to_llama, llada_llama_config, load_local_model
 
 
 
@@ -105,6 +105,29 @@ def test_samplers_run_on_llada_and_fall_back_to_no_cache(llada_folder):
             out = fast_generate(model, prompt, threshold=None, cache=cache, **SAMPLER)
         assert torch.equal(out.sequences, reference)
         assert widths == [13] * 8  # every step fed the whole canvas
+
+
+@needs_reference
+def test_llada_converted_to_llama_layout_computes_the_same_and_takes_the_cache(llada_folder, tmp_path):
+    folder, _ = llada_folder
+    published = load_local_model(folder, trust_remote_code=True, dtype=torch.float32)
+    converted = load_local_model(convert_llada_to_llama(folder, tmp_path / "llama"), dtype=torch.float32)
+    assert type(converted) is LlamaForCausalLM and converted.config.is_causal is False
+    assert (converted.config.mask_token_id, converted.config.bos_token_id) == (MASK_ID, 126080)
+    x = torch.randint(0, MASK_ID, (2, 9))
+    torch.testing.assert_close(converted(x).logits, published(x).logits)
+    prompt = torch.randint(0, MASK_ID - 1, (2, 5))
+    assert torch.equal(generate(converted, prompt, **SAMPLER), generate(published, prompt, **SAMPLER))
+    widths = record_fed_widths(converted)
+    fast_generate(converted, prompt, threshold=None, cache="dual", **SAMPLER)
+    assert widths == [13, 4, 4, 4] * 2  # the DualCache is used: after a block's first step, the block alone
+    with pytest.raises(FileExistsError):
+        convert_llada_to_llama(folder, tmp_path / "llama")
+
+
+def test_llada_configs_without_a_llama_equivalent_are_refused():
+    with pytest.raises(ValueError, match=r"no Llama equivalent: \{'alibi': True\}"):
+        llada_llama_config({**TINY_LLADA, "alibi": True, "rope_theta": 1e4, "rms_norm_eps": 1e-5})
 
 
 def test_the_fallback_notice_is_shown_once_per_model_class():
