@@ -13,11 +13,13 @@ converts it once into a safetensors folder under the cache dir (``LMGYM_CACHE``,
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import json
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ from transformers import (
     AutoConfig,
     AutoModelForCausalLM,
     AutoTokenizer,
+    GenerationConfig,
     LlamaConfig,
     LlamaForCausalLM,
     PretrainedConfig,
@@ -161,9 +164,11 @@ def _remote_config(folder: Path) -> PretrainedConfig:
 def remote_code_compat(model_class: type[PreTrainedModel]) -> type[PreTrainedModel]:
     """A subclass of a transformers-4 era remote model class that loads under transformers 5.
 
-    Each patch is applied only where the class needs it, so a class written for transformers 5
-    comes back unchanged. They fix the errors LLaDA-8B-Instruct's published ``modeling_llada.py``
-    meets (shared/reference/llada/README.md):
+    Each patch acts only where the class needs it, so a class written for transformers 5 comes
+    back behaving as before. Patches 1-2 fix the errors LLaDA-8B-Instruct's published
+    ``modeling_llada.py`` meets (shared/reference/llada/README.md); 3-5 the ones
+    Dream-v0-Instruct-7B's ``modeling_dream.py`` meets (checked on a tiny folder built from its
+    published files; docs/lm_core.md, "Checkpoints from other projects"):
 
     1. ``AttributeError: 'LLaDAModelLM' object has no attribute 'all_tied_weights_keys'``: v5's
        ``from_pretrained`` reads attributes that ``PreTrainedModel.post_init()`` sets, and
@@ -173,10 +178,32 @@ def remote_code_compat(model_class: type[PreTrainedModel]) -> type[PreTrainedMod
        'recompute_mapping'``: v5 calls ``tie_weights(missing_keys=..., recompute_mapping=...)``.
        Where the class overrides ``tie_weights`` without those parameters, the subclass accepts
        and drops them and calls the original (LLaDA's ties only when ``weight_tying`` is set).
+    3. ``KeyError: 'default'``: v4.4x rotary embeddings look up
+       ``ROPE_INIT_FUNCTIONS["default"]``, which v5 removed (each v5 model computes its default
+       RoPE itself). The model's module gets its own copy of that table with the entry put
+       back, computing the standard RoPE inverse frequencies ``1 / theta^(2i / d)`` (Su et al.
+       2021, arXiv:2104.09864, eq. 15) from the config's ``rope_theta`` and head size;
+       transformers' table is left alone.
+    4. ``TypeError: DreamGenerationConfig.validate() got an unexpected keyword argument
+       'user_set_attributes'``: a ``GenerationConfig`` subclass in the model's module whose
+       ``validate`` takes no keywords gets one that accepts and drops them.
+    5. Silent: v5 builds the model on the meta device and materialises only what the checkpoint
+       holds, so a non-persistent ``inv_freq`` buffer of such a rotary embedding is left as
+       uninitialised memory (Dream's logits then differ from its published code's). After
+       loading, every module with ``rope_init_fn`` and ``inv_freq`` recomputes them.
 
-    The third error (``use_cache`` missing from the config) is fixed on the config, in
+    LLaDA's third error (``use_cache`` missing from the config) is fixed on the config, in
     `_remote_config`. Nothing in the forward pass is changed: the logits are the published code's.
     """
+    module = sys.modules[model_class.__module__]
+    if isinstance(getattr(module, "ROPE_INIT_FUNCTIONS", None), dict) and "default" not in module.ROPE_INIT_FUNCTIONS:
+        # the module's own copy: v5's dict must stay as it is (its _init_weights merges it
+        # over each model's own default)
+        module.ROPE_INIT_FUNCTIONS = {**module.ROPE_INIT_FUNCTIONS, "default": _default_rope_parameters}
+    for value in list(vars(module).values()):
+        if (isinstance(value, type) and issubclass(value, GenerationConfig) and value is not GenerationConfig
+                and not _takes_keywords(value.validate)):
+            value.validate = _dropping_keywords(value.validate)
     patches: dict[str, object] = {}
     original_init = model_class.__init__
 
@@ -185,18 +212,78 @@ def remote_code_compat(model_class: type[PreTrainedModel]) -> type[PreTrainedMod
         if not hasattr(self, "all_tied_weights_keys"):
             self.post_init()
 
-    patches["__init__"] = __init__
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        model = super(compat, cls).from_pretrained(*args, **kwargs)
+        with torch.no_grad():
+            for module in model.modules():
+                if hasattr(module, "rope_init_fn") and isinstance(getattr(module, "inv_freq", None), torch.Tensor):
+                    inv_freq, module.attention_scaling = module.rope_init_fn(
+                        module.config, module.inv_freq.device, **getattr(module, "rope_kwargs", {}))
+                    module.inv_freq.copy_(inv_freq)
+                    if isinstance(getattr(module, "original_inv_freq", None), torch.Tensor):
+                        module.original_inv_freq = module.inv_freq
+        return model
+
+    patches.update(__init__=__init__, from_pretrained=from_pretrained)
     tie_parameters = inspect.signature(model_class.tie_weights).parameters
     if model_class.tie_weights is not PreTrainedModel.tie_weights and "recompute_mapping" not in tie_parameters:
-        original_tie = model_class.tie_weights
-
-        def tie_weights(self, missing_keys=None, recompute_mapping=True):
-            return original_tie(self)
-
-        patches["tie_weights"] = tie_weights
+        patches["tie_weights"] = _dropping_keywords(model_class.tie_weights)
     # keep the published name, so save_pretrained writes the same "architectures" entry
-    return type(model_class.__name__, (model_class,), {"__module__": model_class.__module__,
-                                                        "__qualname__": model_class.__qualname__, **patches})
+    compat = type(model_class.__name__, (model_class,), {"__module__": model_class.__module__,
+                                                          "__qualname__": model_class.__qualname__, **patches})
+    return compat
+
+
+def _takes_keywords(function) -> bool:
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(function).parameters.values())
+
+
+def _dropping_keywords(method):
+    """``method`` called with ``self`` and the positional arguments only (v5 adds keywords)."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        return method(self, *args)
+    return call
+
+
+def _default_rope_parameters(config, device=None, **kwargs) -> tuple[torch.Tensor, float]:
+    """v4's default RoPE: inverse frequencies ``theta^(-2i/d)`` for i < d/2, and scaling 1."""
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).to(device=device, dtype=torch.float) / head_dim
+    return 1.0 / (config.rope_theta ** exponents), 1.0
+
+
+class ShiftedLogits(torch.nn.Module):
+    """A Dream-style model as the samplers' mask predictor: ``logits[:, i]`` predicts token i.
+
+    Dream (Ye et al. 2025, "Dream 7B", arXiv:2508.15487) is initialised from Qwen2.5 and keeps
+    its autoregressive head: the logits at position i predict token i + 1, so its own sampler
+    shifts them right by one (Dream-org/Dream-v0-Instruct-7B ``generation_utils.py``,
+    ``_sample``: ``torch.cat([logits[:, :1], logits[:, :-1]], dim=1)``); `generate` and
+    `fast_generate` read position i, so Dream goes through this wrapper. Dream's attention takes
+    no 2-D padding mask (SDPA rejects its integer dtype): a mask with padding becomes the 4-D
+    boolean mask and the position ids Dream's own sampler builds (``tok_idx``). The forward takes
+    no KV cache, so `fast_generate`'s caches fall back to none (a cache would also have to feed
+    one position before each block, for the shift).
+    """
+
+    def __init__(self, model: PreTrainedModel):
+        super().__init__()
+        self.model = model
+        self.config = model.config
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
+        position_ids = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)  # (B, L): left padding skipped
+            keep = attention_mask.bool()
+            attention_mask = keep[:, None, :, None] & keep[:, None, None, :]  # (B, 1, L, L)
+        else:
+            attention_mask = None
+        out = self.model(input_ids, attention_mask=attention_mask, position_ids=position_ids)
+        out.logits = torch.cat([out.logits[:, :1], out.logits[:, :-1]], dim=1)  # (B, L, V)
+        return out
 
 
 #: LLaDA config values the Llama layout reproduces exactly (LLaDA-8B-Base and -Instruct have these).

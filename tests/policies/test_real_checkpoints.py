@@ -15,25 +15,39 @@ import pytest
 import safetensors.torch
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 from lmgym.policies.diffusion import cache_argument, fast_generate, generate
-from lmgym.policies.models import convert_llada_to_llama, llada_llama_config, load_local_model
+from lmgym.policies.models import (
+    ShiftedLogits,
+    convert_llada_to_llama,
+    llada_llama_config,
+    load_local_model,
+    remote_code_compat,
+)
 
 
 
 def _reference_folder() -> Path:
-    """shared/reference: beside the data folder (LMGYM_DATA=shared/data), else beside the checkout."""
+    """Published files of other projects: $LMGYM_REFERENCE, else shared/reference beside the data
+    folder (LMGYM_DATA=shared/data), else beside the checkout."""
+    if os.environ.get("LMGYM_REFERENCE"):
+        return Path(os.environ["LMGYM_REFERENCE"])
     beside_data = Path(os.environ.get("LMGYM_DATA", "/nonexistent")).parent / "reference"
     return beside_data if beside_data.is_dir() else Path(__file__).resolve().parents[3] / "shared" / "reference"
 
 
 LLADA_REFERENCE = _reference_folder() / "llada"
+#: Dream-org/Dream-v0-Instruct-7B's folder files (no weights); not in shared/reference yet.
+DREAM_REFERENCE = _reference_folder() / "dream"
 VOCAB, MASK_ID, EOS_ID = 256, 255, 254
 TINY_LLADA = dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=4, mlp_hidden_size=128, vocab_size=VOCAB,
                   embedding_size=VOCAB, mask_token_id=MASK_ID, eos_token_id=EOS_ID, pad_token_id=EOS_ID,
                   max_sequence_length=256)
 SAMPLER = dict(steps=8, gen_length=8, block_length=4, mask_id=MASK_ID)
 
+needs_dream = pytest.mark.skipif(not (DREAM_REFERENCE / "modeling_dream.py").exists(),
+                                 reason=f"Dream's published files are not at {DREAM_REFERENCE} (shared/reference)")
 needs_reference = pytest.mark.skipif(not (LLADA_REFERENCE / "modeling_llada.py").exists(),
                                      reason=f"LLaDA's published files are not at {LLADA_REFERENCE} (shared/reference)")
 
@@ -176,3 +190,46 @@ def test_transformers_folders_decode_with_the_kv_cache(tmp_path, build):
             out = fast_generate(model, prompt, threshold=None, cache=cache, **SAMPLER)
             assert widths == fed
             assert torch.equal(out.sequences[:, :5], prompt) and not (out.sequences[:, 5:] == MASK_ID).any()
+
+
+@needs_dream
+def test_dream_folder_loads_and_decodes_through_the_shifted_logits(tmp_path):
+    """Dream's published code meets three more v5 changes (`remote_code_compat` patches 3-5)."""
+    torch.set_num_threads(1)
+    folder = tmp_path / "Dream-tiny"
+    folder.mkdir()
+    for name in ("configuration_dream.py", "modeling_dream.py", "generation_utils.py", "generation_config.json"):
+        shutil.copyfile(DREAM_REFERENCE / name, folder / name)
+    config = json.loads((DREAM_REFERENCE / "config.json").read_text())
+    tiny = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                vocab_size=VOCAB, mask_token_id=MASK_ID, bos_token_id=EOS_ID, eos_token_id=EOS_ID, pad_token_id=EOS_ID,
+                max_position_embeddings=256)
+    (folder / "config.json").write_text(json.dumps({**config, **tiny}))
+    # Random float32 weights from the published class, built directly (not from a checkpoint, so
+    # its rotary buffers are computed, not loaded); even that needs patch 3 ("default" RoPE).
+    published_class = get_class_from_dynamic_module(config["auto_map"]["AutoModel"], str(folder))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        published = remote_code_compat(published_class)(AutoConfig.from_pretrained(folder, trust_remote_code=True))
+    safetensors.torch.save_model(published.eval(), str(folder / "model.safetensors"), metadata={"format": "pt"})
+    model = load_local_model(folder, trust_remote_code=True, dtype=torch.float32)  # patch 4 on the way
+    assert type(model).__name__ == "DreamModel"
+    x = torch.randint(0, MASK_ID, (2, 7))
+    torch.testing.assert_close(model(x).logits, published(x).logits)  # patch 5: the rotary buffers are right
+    predictor = ShiftedLogits(model)
+    shifted = predictor(x).logits
+    torch.testing.assert_close(shifted[:, 1:], model(x).logits[:, :-1])  # position i reads the logits of i - 1
+    left_padded = torch.ones((2, 7), dtype=torch.long)
+    left_padded[1, :2] = 0
+    padded_logits = predictor(x, attention_mask=left_padded).logits
+    torch.testing.assert_close(padded_logits[0], shifted[0])  # a row without padding is unchanged
+    torch.testing.assert_close(padded_logits[1, 3:], predictor(x[1:, 2:]).logits[0, 1:])  # padding is invisible
+    prompt = torch.randint(0, MASK_ID - 1, (2, 5))
+    reference = generate(predictor, prompt, **SAMPLER)
+    with pytest.warns(UserWarning, match="ShiftedLogits.forward takes no KV cache"):
+        fast = fast_generate(predictor, prompt, threshold=None, cache="prefix", **SAMPLER)
+    assert torch.equal(fast.sequences, reference) and not (reference[:, 5:] == MASK_ID).any()
+    # Dream's own API runs too (its generation config has no mask id: pass the model's)
+    own = model.diffusion_generate(prompt, generation_config=model.generation_config, mask_token_id=MASK_ID,
+                                   max_new_tokens=8, steps=8, alg="entropy", return_dict_in_generate=True)
+    assert own.sequences.shape == (2, 13) and not (own.sequences == MASK_ID).any()
