@@ -137,6 +137,8 @@ class Episode:
     #: Text of the observation after the last step (what the agent would read next).
     final_observation: str = ""
     env_kwargs_json: str = "{}"
+    #: Wall-clock seconds from reset to the end of the episode.
+    seconds: float = 0.0
 
     @property
     def return_(self) -> float:
@@ -163,7 +165,8 @@ class Episode:
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> "Episode":
         steps = [Step(**{**s, "spans": [Span(**sp) for sp in s.get("spans", [])]}) for s in row["steps"]]
-        fields = {k: row[k] for k in ("env_id", "seed", "task", "agent", "final_observation", "env_kwargs_json") if k in row}
+        fields = {k: row[k] for k in ("env_id", "seed", "task", "agent", "final_observation", "env_kwargs_json", "seconds")
+                  if k in row}
         return cls(steps=steps, **fields)
 
 

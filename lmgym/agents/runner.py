@@ -80,7 +80,7 @@ def run_episodes(
             agent.reset_slot(slot, seed=agent_seed(seeds[k]), env_id=env_id)
             episode = Episode(env_id=env_id, seed=seeds[k], task=str(info.get("task", "")), agent=agent.name,
                               env_kwargs_json=json.dumps(env.spec.kwargs if env.spec else {}, sort_keys=True, default=str))
-            live[slot] = _Live(k, episode, observation, info)
+            live[slot] = _Live(k, episode, observation, info, time.perf_counter())
         order = sorted(live)
         start = time.perf_counter()
         decisions = agent.decide_slots(order, [live[s].observation for s in order], [live[s].info for s in order])
@@ -100,6 +100,7 @@ def run_episodes(
             state.observation, state.info = next_observation, info
             if terminated or truncated or (max_steps is not None and len(state.episode.steps) >= max_steps):
                 state.episode.final_observation = next_observation
+                state.episode.seconds = time.perf_counter() - state.started
                 del live[slot]
                 yield state.index, state.episode
 
@@ -110,3 +111,4 @@ class _Live:
     episode: Episode
     observation: str
     info: dict[str, Any]
+    started: float

@@ -132,3 +132,24 @@ def test_bad_arguments_are_one_line_errors():
         LMAgent(backend=Scripted([]), history="all")
     with pytest.raises(FileNotFoundError, match="does not exist"):
         LMAgent("no/such/folder")
+
+
+def test_the_benchmark_runner_batches_lm_agents_with_the_same_rows(tiny_ar_folder, tmp_path):
+    from lmgym.benchmarks.runner import read_rows, run_benchmark
+    from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+
+    def spec(batch_size):
+        kwargs = {"model": str(tiny_ar_folder), "few_shot": 0, "instructions": False, "max_prompt_tokens": 100,
+                  "batch_size": batch_size}
+        return BenchmarkSpec("lm", (EnvSpec("lmgym/KeyDoor-v0"),), (AgentSpec("random"), AgentSpec("tiny", "lm", kwargs)),
+                             episodes=4, max_steps=3)
+
+    run_benchmark(spec(1), tmp_path / "one", quiet=True, plots=False)
+    summary = run_benchmark(spec(3), tmp_path / "three", quiet=True, plots=False)
+    drop = ("seconds",)
+    rows = {b: sorted(({k: v for k, v in r.items() if k not in drop} for r in read_rows(tmp_path / b)),
+                      key=lambda r: r["key"]) for b in ("one", "three")}
+    assert rows["one"] == rows["three"] and len(rows["one"]) == 8
+    tiny = [r for r in rows["three"] if r["agent"] == "tiny"]
+    assert all(r["completion_tokens"] > 0 and r["error"] is None for r in tiny)
+    assert {c["agent"] for c in summary["cells"]} == {"random", "tiny"}
