@@ -41,13 +41,10 @@ from typing import Any, Literal
 import numpy as np
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.agents.prompts import FamilyPrompt, Turn, prompt_for, render_messages, system_text
+from lmgym.agents.prompts import (FamilyPrompt, Turn, advance_window, completion_tokens, observation_tokens, prompt_for,
+                                  render_messages, system_text, transcript_budget)
 from lmgym.policies.backends import SamplingParams, TextBackend, make_text_backend
 from lmgym.rollouts import parse_completion
-
-#: Tokens a chat template adds around each message (roles, delimiters): an allowance, not exact.
-MESSAGE_OVERHEAD = 6
-
 
 @dataclass
 class _Slot:
@@ -182,7 +179,7 @@ class LMAgent(Agent):
                                            free_form_verbs=state.prompt.free_form_verbs, cutoff=self.snap_cutoff)
                                if snap else (parsed.action, False))
             state.turns[-1].completion = text
-            state.lengths[-1] += self.backend.count_tokens(text) + MESSAGE_OVERHEAD
+            state.lengths[-1] += completion_tokens(self.backend.count_tokens, text)
             decisions.append(Decision(
                 action=action, reasoning=parsed.reasoning, completion=text, spans=parsed.spans,
                 prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
@@ -198,19 +195,12 @@ class LMAgent(Agent):
         show = self.show_actions if self.show_actions is not None else state.prompt.show_actions
         turn = Turn(observation, actions=tuple(info.get("admissible_actions") or ()) if show else ())
         state.turns.append(turn)
-        state.lengths.append(self.backend.count_tokens(observation) + MESSAGE_OVERHEAD
-                             + sum(self.backend.count_tokens(a) + 1 for a in turn.actions))
-        newest = len(state.turns) - 1
+        state.lengths.append(observation_tokens(self.backend.count_tokens, turn))
         if self.history == "turns":
             state.first_kept = max(state.first_kept, len(state.turns) - self.history_turns)
             return
-        fixed = self.backend.count_tokens(state.system) + self.backend.count_tokens(state.task) + 2 * MESSAGE_OVERHEAD
-        budget = self.max_prompt_tokens - fixed
-        if sum(state.lengths[state.first_kept:]) <= budget:
-            return
-        # jump a quarter of the budget ahead, so the next turns reuse the same (cached) prefix
-        while state.first_kept < newest and sum(state.lengths[state.first_kept:]) > 0.75 * budget:
-            state.first_kept += 1
+        budget = transcript_budget(self.backend.count_tokens, state.system, state.task, self.max_prompt_tokens)
+        state.first_kept = advance_window(state.lengths, state.first_kept, budget)
 
     def close(self) -> None:
         self.backend.close()

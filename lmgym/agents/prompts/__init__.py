@@ -111,6 +111,50 @@ def render_messages(system: str, task: str, turns: list[Turn], first_kept: int =
     return messages
 
 
+@dataclass(frozen=True)
+class PromptProfile:
+    """How a transcript is prompted: what a checkpoint trained on it records (``react_prompt``
+    in its meta) so `lmgym.agents.lm.LMAgent` prompts it the same way."""
+
+    instructions: bool = False
+    few_shot: int = 0
+    show_actions: bool = False
+    max_prompt_tokens: int = 384
+
+
+#: Tokens a chat template adds around each message (roles, delimiters): an allowance, not exact.
+MESSAGE_OVERHEAD = 6
+
+
+def observation_tokens(count, turn: Turn) -> int:
+    """The budget a turn's observation (and listed actions) takes, by the tokenizer's `count`."""
+    return count(turn.observation) + MESSAGE_OVERHEAD + sum(count(a) + 1 for a in turn.actions)
+
+
+def completion_tokens(count, completion: str) -> int:
+    return count(completion) + MESSAGE_OVERHEAD
+
+
+def transcript_budget(count, system: str, task: str, max_prompt_tokens: int) -> int:
+    """What is left for the turns once the system message and the task line are counted."""
+    return max_prompt_tokens - count(system) - count(task) - 2 * MESSAGE_OVERHEAD
+
+
+def advance_window(lengths: list[int], first_kept: int, budget: int) -> int:
+    """The first turn a transcript keeps, given each turn's tokens and the transcript's budget.
+
+    Nothing moves while the kept turns fit. When they overflow, the cut jumps ahead until they
+    fill at most 3/4 of the budget, so the next turns keep the same beginning (a session's KV
+    cache stays valid) instead of moving the cut every step. The newest turn is always kept.
+    """
+    newest = len(lengths) - 1
+    if sum(lengths[first_kept:]) <= budget:
+        return first_kept
+    while first_kept < newest and sum(lengths[first_kept:]) > 0.75 * budget:
+        first_kept += 1
+    return first_kept
+
+
 def messages_as_text(messages: list[dict[str, str]]) -> str:
     """A transcript as plain text (how demonstrations appear inside the system message)."""
     return "".join(m["content"] if m["role"] != "assistant" else m["content"] + "\n" for m in messages)
