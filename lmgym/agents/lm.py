@@ -108,6 +108,8 @@ class LMAgent(Agent):
                  history_turns: int = 8, max_new_tokens: int | None = None, temperature: float = 0.0,
                  top_p: float = 1.0, snap: bool | None = None, snap_cutoff: float = 80.0,
                  show_actions: bool | None = None, batch_size: int = 1, name: str | None = None):
+        if not isinstance(model, (str, Path)) or not str(model):
+            raise ValueError(f"model must be 'smollm2', a local folder or an endpoint's model name, got {model!r}")
         if history not in ("tokens", "turns"):
             raise ValueError(f"history must be 'tokens' or 'turns', got {history!r}")
         if batch_size < 1:
