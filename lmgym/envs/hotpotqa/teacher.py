@@ -234,4 +234,246 @@ class GenReader:
         return f"finish[{first}]", f"{evidence} {min(va, vb)} comes before {max(va, vb)}, so the answer is {first}."
 
 
-READERS = {"gen": GenReader}
+# -- the heuristic reader of real questions ------------------------------------------------------
+_YES_NO_START = re.compile(r"^(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)
+_EARLIER = re.compile(r"\b(first|earlier|earliest|older|oldest|before|longer ago|preceded)\b", re.I)
+_LATER = re.compile(r"\b(later|latest|younger|youngest|newer|newest|more recent(ly)?|most recent(ly)?|last)\b", re.I)
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:\d{{1,2}} (?:{_MONTHS}) \d{{4}}|(?:{_MONTHS}) \d{{1,2}}, \d{{4}}|(?:{_MONTHS}) \d{{4}}|1\d{{3}}|20\d{{2}})\b")
+_YEAR = re.compile(r"(?<![\w-])(1\d{3}|20\d{2})(?![\w-])")  # not inside codes (ISSN 0113-1141)
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?(?: (?:million|billion|thousand|hundred))?\b"
+                     r"|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred)\b", re.I)
+_NAME_WORD = r"[A-Z\u00C0-\u024F][\w'’.\-&]*"
+_NAME = re.compile(rf"{_NAME_WORD}(?:\s+(?:(?:of|the|de|von|van|and|du|la|le|da|del|di|y|for|in|on)\s+)*{_NAME_WORD})*")
+#: Answer kinds by the question's words, checked in order (the wh-word rules of factoid QA).
+_KINDS = (
+    ("year", re.compile(r"\b(what|which|in what|in which) year\b", re.I)),
+    ("date", re.compile(r"\b(when|what date|which date|what decade|what century)\b", re.I)),
+    ("number", re.compile(r"\bhow (many|much|long|old|tall|far|large|big|high)\b|\bwhat (percentage|number|age)\b", re.I)),
+    ("place", re.compile(r"\bwhere\b|\b(what|which) (city|country|state|county|town|village|region|province|island|"
+                         r"continent|nation|area|location|district|borough|neighborhood|street)\b", re.I)),
+    ("name", re.compile(r"\b(who|whom|whose)\b", re.I)),
+    ("common", re.compile(r"\bin common\b|\bboth\b", re.I)),
+)
+_ARTICLE_START = re.compile(r"^(?:The|A|An)\s")
+
+
+def answer_kind(question: str) -> str:
+    """``year``, ``date``, ``number``, ``place``, ``name``, ``common`` or ``other``, by the
+    question's wh-words."""
+    return next((kind for kind, pattern in _KINDS if pattern.search(question)), "other")
+
+
+def spans(kind: str, sentence: str) -> list[str]:
+    """Candidate answer spans of `kind` in `sentence`, in order."""
+    if kind == "year":
+        return _YEAR.findall(sentence)
+    if kind == "date":
+        return _DATE.findall(sentence)
+    if kind == "number":  # years are dates, not counts
+        return [m.group(0) for m in _NUMBER.finditer(sentence) if not _YEAR.fullmatch(m.group(0))]
+    found = [m.group(0).rstrip(".") for m in _NAME.finditer(sentence)]
+    found = [f for f in found if f.lower() not in ("the", "a", "an", "it", "he", "she", "they", "in", "on")]
+    if kind in ("name", "place"):  # people and places rarely start with an article
+        found = [f for f in found if not _ARTICLE_START.match(f)] or found
+    return found
+
+
+class HeuristicReader:
+    """Reads real questions with question-type rules and word overlap (module docstring)."""
+
+    def step(self, reading: Reading) -> tuple[str, str]:
+        question, read = reading.question, list(reading.pages)
+        ranked = self.rank(reading)
+        unread = [t for t in ranked if t in reading.unread()]
+        kind = self.kind(question)
+        if not read:
+            if not unread:
+                return self.answer(reading)
+            return f"search[{unread[0]}]", self._first_reason(question, unread[0])
+        if len(read) < 2 and unread:
+            if kind == "bridge":
+                nxt = self.bridge_target(reading, unread)
+                if nxt is not None:
+                    title, sentence = nxt
+                    return f"search[{title}]", f"{quote(read[0], sentence)} It leads to {title}; I search {title}."
+            named = [t for t in unread if title_in(t, question)] or unread
+            return f"search[{named[0]}]", f"I have read {read[0]}; the question also names {named[0]}, so I search it."
+        return self.answer(reading)
+
+    # -- what to search ------------------------------------------------------------------
+    @staticmethod
+    def kind(question: str) -> str:
+        if _YES_NO_START.match(question.strip()):
+            return "yesno"
+        if re.search(r"\bor\b", question) and re.match(r"^(which|who|what)\b", question.strip(), re.I):
+            return "choice"
+        return "bridge"
+
+    @staticmethod
+    def rank(reading: Reading) -> list[str]:
+        """Searchable titles, best named by the question first (named whole, then word overlap)."""
+        q_words = content_words(reading.question)
+
+        def score(title: str) -> float:
+            t_words = content_words(short_title(title))
+            overlap = len(t_words & q_words) / len(t_words) if t_words else 0.0
+            return 2.0 * title_in(title, reading.question) + overlap
+
+        return sorted(reading.titles, key=lambda t: (-score(t), reading.titles.index(t)))
+
+    def _first_reason(self, question: str, title: str) -> str:
+        if title_in(title, question):
+            return f"The question names {short_title(title)}; I search {title}."
+        return f"{title} is the page that best matches the question's words; I search it."
+
+    @staticmethod
+    def bridge_target(reading: Reading, unread: list[str]) -> tuple[str, str] | None:
+        """(title, sentence): the unread title named in the first page's sentence that shares
+        most words with the question (ties: the earlier sentence)."""
+        first = list(reading.pages)[0]
+        q_words = content_words(reading.question) - content_words(first)
+        best, best_score = None, -1.0
+        for sentence in reading.pages[first]:
+            named = [t for t in unread if title_in(t, sentence)]
+            if not named:
+                continue
+            score = len(content_words(sentence) & q_words)
+            if score > best_score:
+                best, best_score = (named[0], sentence), score
+        return best
+
+    # -- what to answer ------------------------------------------------------------------
+    def answer(self, reading: Reading) -> tuple[str, str]:
+        if not reading.pages:
+            return "finish[unknown]", "I could not read any page, so I cannot answer."
+        kind = self.kind(reading.question)
+        if kind == "yesno":
+            return self._yes_no(reading)
+        if kind == "choice" and len(reading.pages) >= 2:
+            chosen = self._choose(reading)
+            if chosen is not None:
+                return chosen
+        return self._span(reading)
+
+    def _yes_no(self, reading: Reading) -> tuple[str, str]:
+        """Yes when every page read states the question's property words (those not naming
+        the pages themselves), else no."""
+        pages = list(reading.pages)
+        titles = set().union(*(content_words(short_title(t)) for t in pages))
+        wanted = content_words(reading.question) - titles
+        if not wanted:
+            return "finish[yes]", "The question asks nothing the pages could deny, so the answer is yes."
+        evidence, missing = [], []
+        for title in pages[:2]:
+            sentences = reading.pages[title]
+            best = max(sentences, key=lambda s: len(content_words(s) & wanted), default="")
+            evidence.append(quote(title, best))
+            if not content_words(" ".join(sentences)) & wanted:
+                missing.append(title)
+        if missing:
+            return "finish[no]", f"{' '.join(evidence)} {missing[0]} does not say so, so the answer is no."
+        return "finish[yes]", f"{' '.join(evidence)} Both say so, so the answer is yes."
+
+    def _choose(self, reading: Reading) -> tuple[str, str] | None:
+        """Which of the two pages read: by the earlier/later year where the question asks
+        for one, else by the words of the question each page shares."""
+        a, b = list(reading.pages)[:2]
+        question = reading.question
+        earlier, later = _EARLIER.search(question), _LATER.search(question)
+        if earlier or later:
+            years = {}
+            for title in (a, b):
+                for sentence in reading.pages[title]:
+                    if found := _YEAR.search(sentence):
+                        years[title] = (int(found.group(0)), sentence)
+                        break
+            if len(years) == 2 and years[a][0] != years[b][0]:
+                pick = min if earlier else max
+                title = pick((a, b), key=lambda t: years[t][0])
+                evidence = f"{quote(a, years[a][1])} {quote(b, years[b][1])}"
+                word = "earlier" if earlier else "later"
+                return (f"finish[{short_title(title)}]",
+                        f"{evidence} {short_title(title)} is {word} ({years[title][0]}), so the answer is {short_title(title)}.")
+        wanted = content_words(question) - content_words(short_title(a)) - content_words(short_title(b))
+        overlap = {t: max(((len(content_words(s) & wanted), s) for s in reading.pages[t]), default=(0, ""))
+                   for t in (a, b)}
+        if overlap[a][0] == overlap[b][0]:
+            return None
+        title = a if overlap[a][0] > overlap[b][0] else b
+        return (f"finish[{short_title(title)}]",
+                f"{quote(title, overlap[title][1])} It fits the question better, so the answer is {short_title(title)}.")
+
+    def _span(self, reading: Reading) -> tuple[str, str]:
+        """The best span of the asked kind over the sentences read.
+
+        A sentence scores the question words it shares that do not name a page read (plus two
+        on the page read last: bridge answers sit on the page the bridge leads to); a span within it scores
+        higher the closer it stands to a question word (the sliding-window rule of early
+        reading-comprehension baselines), and most when it directly follows the noun a
+        "what/which <noun>" question asks for ("... by German musical project Enigma").
+        """
+        question = reading.question
+        kind = answer_kind(question)
+        if kind == "common" and len(reading.pages) >= 2:
+            shared = self._shared(reading)
+            if shared is not None:
+                return shared
+            kind = "other"
+        titles = list(reading.pages)
+        q_words = content_words(question) - set().union(*(content_words(short_title(t)) for t in titles))
+        nouns = self._asked_nouns(question)
+        best = None  # (key, span, title, sentence)
+        for page_rank, title in enumerate(reversed(titles)):
+            for position, sentence in enumerate(reading.pages[title]):
+                tokens = [_stem(w) for w in words(sentence)]
+                anchors = [i for i, t in enumerate(tokens) if t in q_words]
+                overlap = len(set(tokens) & q_words) + (2.0 if page_rank == 0 else 0.0)
+                for span in spans(kind, sentence):
+                    if (span.lower() in question.lower() or span.lower() == short_title(title).lower()
+                            or (kind not in ("year", "date", "number") and content_words(span) <= content_words(question))):
+                        continue
+                    start = self._token_index(sentence, span)
+                    distance = min((abs(start - i) for i in anchors), default=20)
+                    follows_noun = start > 0 and tokens[start - 1] in nouns
+                    key = (overlap + 1.0 / (1 + distance) + 2.0 * follows_noun, -page_rank, -position)
+                    if best is None or key > best[0]:
+                        best = (key, span, title, sentence)
+        if best is None:
+            title = titles[-1]
+            return (f"finish[{short_title(title)}]",
+                    f"No sentence I read gives a {kind}; I answer with the page I read last, {short_title(title)}.")
+        _, span, title, sentence = best
+        return f"finish[{span}]", f"{quote(title, sentence)} So the answer is {span}."
+
+    @staticmethod
+    def _asked_nouns(question: str) -> set[str]:
+        """Stems of the (up to three) words after a leading what/which: the asked noun is among them."""
+        match = re.match(r"^\W*(?:what|which)\s+(?P<rest>.*)", question.strip(), re.I)
+        if match is None:
+            return set()
+        return {_stem(w) for w in words(match["rest"])[:3] if w not in _STOPWORDS}
+
+    @staticmethod
+    def _token_index(sentence: str, span: str) -> int:
+        """Index (in `words(sentence)`) of the first word of `span`."""
+        at = sentence.find(span)
+        return len(words(sentence[:at])) if at >= 0 else 0
+
+    @staticmethod
+    def _shared(reading: Reading) -> tuple[str, str] | None:
+        """For "what do A and B have in common" questions: the first word of the first page's
+        opening sentence that the second page's opening sentence also has (not a question word)."""
+        a, b = list(reading.pages)[:2]
+        first_a, first_b = reading.pages[a][0], reading.pages[b][0]
+        excluded = content_words(reading.question) | content_words(a) | content_words(b)
+        b_words = {_stem(w) for w in words(first_b)}
+        for word in words(first_a):
+            if (word not in _STOPWORDS and len(word) > 2 and word.islower() and _stem(word) in b_words
+                    and _stem(word) not in excluded and not word.isdigit()):
+                return (f"finish[{word}]",
+                        f"{quote(a, first_a)} {quote(b, first_b)} Both say {word}, so the answer is {word}.")
+        return None
+
+
+READERS = {"gen": GenReader, "heuristic": HeuristicReader}
