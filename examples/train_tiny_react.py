@@ -33,6 +33,7 @@ from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
 from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
+from lmgym.benchmarks.suites import probe
 from lmgym.envs.registry import family_of
 from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.training.lm import LMTrainConfig, train
@@ -55,7 +56,8 @@ parser.add_argument("--max-answer-tokens", type=int, default=64)
 parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--lr", type=float, default=3e-3)
 parser.add_argument("--eval-episodes", type=int, default=100, help="held-out seeds 0..N-1")
-parser.add_argument("--eval-env", action="append", default=[], help="more envs to evaluate on, as ID or ID(key=value, ...)")
+parser.add_argument("--eval-env", action="append", default=[],
+                    help="more envs to evaluate on, as ID or ID(key=value, ...); a finite split is played once, whole")
 parser.add_argument("--max-eval-steps", type=int, default=None, help="cap on steps per evaluation episode")
 parser.add_argument("--batch", type=int, default=8, help="episodes each LM agent plays at once")
 parser.add_argument("--threads", type=int, default=1)
@@ -93,9 +95,10 @@ agents = (AgentSpec("random"), AgentSpec(args.teacher),
           AgentSpec("tiny-ar", "lm", {"model": str(out / "ar" / "checkpoint"), **lm}),
           AgentSpec("tiny-mdlm", "lm", {"model": str(out / "mdlm" / "checkpoint"), **lm}))
 envs = [EnvSpec(args.env)]
-for text in args.eval_env:
+for text in args.eval_env:  # a finite split is swept: every task once
     env_id, kwargs = parse_call(text)
-    envs.append(EnvSpec(env_id, kwargs))
+    tasks = probe(env_id, kwargs).num_tasks
+    envs.append(EnvSpec(env_id, kwargs, sweep=tasks is not None, episodes=tasks))
 spec = BenchmarkSpec(f"react-{family}", tuple(envs), agents, episodes=args.eval_episodes, base_seed=0,
                      max_steps=args.max_eval_steps)
 summary = run_benchmark(spec, out / "eval", quiet=True)
