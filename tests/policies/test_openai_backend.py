@@ -118,7 +118,7 @@ def test_the_registry_names_this_backend():
 def test_text_prompt_goes_to_completions_with_the_sampling_parameters(server):
     server.answer("/v1/completions", text_answer("Action: go north", finish="length", logprobs=[-0.5, -1.25, 0.0]))
     params = SamplingParams(max_new_tokens=3, temperature=0.7, top_p=0.9, stop=("\nObservation:",), logprobs=True)
-    [out] = backend_for(server).complete(["You are in a room.\n> "], params, seed=11)
+    [out] = backend_for(server).complete(["You are in a room.\n> "], params, seeds=[11])
     assert (out.text, out.prompt_tokens, out.completion_tokens, out.finish_reason) == ("Action: go north", 7, 3, "length")
     assert out.token_logprobs == [-0.5, -1.25, 0.0] and out.seconds > 0
     [(route, body, headers)] = server.requests
@@ -147,10 +147,13 @@ def test_a_batch_is_sent_concurrently_and_returned_in_order(server):
     for i in range(4):  # each answer takes 0.3 s on the server; the scripted order is the arrival order
         server.answer("/v1/completions", (200, text_answer(f"answer {i}"), {}, 0.3))
     backend = backend_for(server, max_concurrency=4)
-    outs = backend.complete([f"prompt {i}" for i in range(4)])
+    outs = backend.complete([f"prompt {i}" for i in range(4)], seeds=[10, None, 12, 13])
     assert server.max_in_flight >= 2  # requests overlapped at the server
     answered = {body["prompt"]: i for i, (_, body, _) in enumerate(server.requests)}
     assert [out.text for out in outs] == [f"answer {answered[f'prompt {i}']}" for i in range(4)]
+    # each request carries its own prompt's seed, whatever order they arrived in
+    assert {body["prompt"]: body.get("seed") for _, body, _ in server.requests} == {
+        "prompt 0": 10, "prompt 1": None, "prompt 2": 12, "prompt 3": 13}
     backend.close()
 
 
@@ -236,3 +239,25 @@ def test_bad_arguments_are_one_line_errors():
         OpenAIBackend("localhost:8000", "tiny")
     with pytest.raises(ValueError, match="max_retries must be >= 0"):
         OpenAIBackend("http://127.0.0.1:8000/v1", "tiny", max_retries=-1)
+
+
+def test_an_lm_agent_acts_through_the_backend(server):
+    """The agent side of the endpoint: prompts go out as chat, the answer's action is played.
+    (A real model through a real server: test_openai_server.py.)"""
+    import gymnasium as gym
+
+    from lmgym.agents.lm import LMAgent
+    from lmgym.agents.runner import run_episode
+
+    server.answer("/v1/chat/completions", chat_answer("Thought: the key is here.\nAction: take iron key"),
+                  chat_answer("Thought: now find the door.\nAction: go east"))
+    agent = LMAgent("tiny", backend="openai", base_url=server.url, backend_kwargs={"max_context": 2048},
+                    max_new_tokens=32)
+    episode = run_episode(gym.make("lmgym/KeyDoor-v0"), agent, seed=0, max_steps=3)
+    # the scripted answer repeats "go east"; where that is not admissible it is snapped to the closest
+    assert [step.action for step in episode.steps] == ["take iron key", "go east", "go west"]
+    assert [json.loads(step.agent_json)["snapped"] for step in episode.steps] == [False, False, True]
+    assert episode.steps[0].reasoning == "the key is here." and episode.steps[0].prompt_tokens == 20
+    chats = [body for route, body, _ in server.requests if route == "/v1/chat/completions"]
+    assert len(chats) == 3 and chats[0]["stop"] == ["\nObservation:"] and chats[0]["model"] == "tiny"
+    assert "You see: a iron key" in chats[0]["messages"][-1]["content"]  # the first observation went out

@@ -16,8 +16,8 @@ of a chat answer; ``logprobs.token_logprobs`` of a text one).
 ``complete`` sends the prompts of a batch concurrently, ``max_concurrency`` requests at a time
 (a thread pool), in the order given; results come back in that order. Servers batch concurrent
 requests themselves (vLLM's and SGLang's continuous batching; llama.cpp's server decodes up to
-its ``--n_parallel`` slots at once, and queues the rest). ``seed`` is sent unchanged with every
-request, so a completion depends on its prompt and the seed only, never on the batch it came in
+its ``--n_parallel`` slots at once, and queues the rest). ``seeds[i]`` is sent as request i's
+``seed``, so a completion depends on its prompt and seed only, never on the batch it came in
 (where the server honours ``seed``: vLLM, SGLang and llama.cpp do; hosted APIs at best try).
 ``sessions`` is accepted and ignored: servers cache prompt prefixes on their own (vLLM's
 automatic prefix caching, llama.cpp's ``cache_prompt``).
@@ -87,6 +87,8 @@ class OpenAIBackend(TextBackend):
         max_concurrency: requests of one batch in flight at once.
         text_as_chat: send text prompts as a single user message (True), to ``/completions``
             (False), or to ``/completions`` until the server answers 404 there (None).
+        max_context: the server's context length in tokens (vLLM's ``--max-model-len``,
+            llama.cpp's ``--n_ctx``), so an agent cuts its transcript to fit; None: unknown.
     """
 
     name = "openai"
@@ -94,7 +96,8 @@ class OpenAIBackend(TextBackend):
 
     def __init__(self, base_url: str = "http://127.0.0.1:8000/v1", model: str = "default", *,
                  api_key_env: str = "OPENAI_API_KEY", timeout_s: float = 120.0, max_retries: int = 2,
-                 max_concurrency: int = 8, text_as_chat: bool | None = None) -> None:
+                 max_concurrency: int = 8, text_as_chat: bool | None = None,
+                 max_context: int | None = None) -> None:
         if max_retries < 0 or max_concurrency < 1 or timeout_s <= 0:
             raise ValueError("max_retries must be >= 0, max_concurrency >= 1 and timeout_s > 0")
         parsed = urllib.parse.urlsplit(base_url)
@@ -112,6 +115,7 @@ class OpenAIBackend(TextBackend):
         self.max_retries = max_retries
         self.max_concurrency = max_concurrency
         self.text_as_chat = text_as_chat
+        self.max_context = max_context
         self._jitter = random.Random()  # timing only: results never depend on it
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -121,13 +125,17 @@ class OpenAIBackend(TextBackend):
     # ----------------------------------------------------------------- the protocol
 
     def complete(self, prompts: Sequence[Prompt], params: SamplingParams = SamplingParams(), *,
-                 seed: int | None = None, sessions: Sequence[Hashable] | None = None) -> list[Completion]:
+                 seeds: Sequence[int | None] | None = None,
+                 sessions: Sequence[Hashable | None] | None = None) -> list[Completion]:
+        seeds = list(seeds) if seeds is not None else [None] * len(prompts)
+        if len(seeds) != len(prompts):
+            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
         if len(prompts) <= 1 or self.max_concurrency == 1:
-            return [self._complete_one(prompt, params, seed) for prompt in prompts]
+            return [self._complete_one(prompt, params, seed) for prompt, seed in zip(prompts, seeds)]
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="lmgym-openai")
-        return list(self._pool.map(lambda prompt: self._complete_one(prompt, params, seed), prompts))
+        return list(self._pool.map(lambda pair: self._complete_one(pair[0], params, pair[1]), zip(prompts, seeds)))
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` by the server's tokenizer where it has a route for it (llama.cpp's
