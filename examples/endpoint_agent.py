@@ -9,7 +9,7 @@ e.g. vLLM on a GPU (docs/endpoints.md):
 
 Each step's text, token counts and seconds come from the server's answers.
 
-Smoke test: --episodes 1 --max-steps 3
+Smoke test: --episodes 1 --max-steps 2 --few-shot 0 --max-new-tokens 24
 Smoke expects: success
 """
 
@@ -33,11 +33,14 @@ parser.add_argument("--base-url", default=None, help="a running server's /v1 URL
 parser.add_argument("--model", default="smollm2", help="the model name the server expects")
 parser.add_argument("--max-context", type=int, default=2048, help="the server's context length in tokens")
 parser.add_argument("--batch-size", type=int, default=4, help="episodes in lockstep: concurrent requests")
+parser.add_argument("--few-shot", type=int, default=1, help="demonstrations of training tasks in the prompt")
+parser.add_argument("--max-new-tokens", type=int, default=None, help="per step (default: the family's)")
 args = parser.parse_args()
 
 server = llama_cpp_server(n_ctx=args.max_context) if args.base_url is None else contextlib.nullcontext(args.base_url)
 with server as base_url:
-    agent = LMAgent(args.model, backend="openai", base_url=base_url, few_shot=1, batch_size=args.batch_size,
+    agent = LMAgent(args.model, backend="openai", base_url=base_url, few_shot=args.few_shot,
+                    max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
                     backend_kwargs={"max_context": args.max_context})
     envs = [gym.make(args.env_id) for _ in range(min(args.batch_size, args.episodes))]
     start = time.perf_counter()

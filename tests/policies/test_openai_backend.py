@@ -137,7 +137,8 @@ def test_chat_prompt_goes_to_chat_completions_and_reads_logprobs_and_cache(serve
     assert out.text == "Thought: look.\nAction: look" and out.finish_reason == "length"
     assert (out.prompt_tokens, out.completion_tokens, out.cached_tokens, out.token_logprobs) == (20, 4, 16, [-0.1, -0.2])
     _, body, headers = server.requests[0]
-    assert body["messages"] == messages and body["logprobs"] is True and "seed" not in body and "stop" not in body
+    assert body["messages"] == messages and (body["logprobs"], body["top_logprobs"]) == (True, 0)
+    assert "seed" not in body and "stop" not in body
     assert headers["Authorization"] == "Bearer sk-test"
     [plain] = backend.complete([messages])  # logprobs not asked: none requested, none returned
     assert plain.token_logprobs is None and "logprobs" not in server.requests[1][1]

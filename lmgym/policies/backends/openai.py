@@ -169,7 +169,8 @@ class OpenAIBackend(TextBackend):
                               f"/chat/completions as one user message", stacklevel=2)
                 self.text_as_chat, as_chat = True, True
         if as_chat:
-            logprobs = {"logprobs": True} if params.logprobs else {}
+            # top_logprobs 0: the sampled tokens' log-probs only (llama-cpp-python returns none without it)
+            logprobs = {"logprobs": True, "top_logprobs": 0} if params.logprobs else {}
             try:
                 answer = self._post("/chat/completions", {**body, "messages": messages, **logprobs})
             except _NotFound as missing:
