@@ -44,6 +44,9 @@ VOCAB, MASK_ID, EOS_ID = 256, 255, 254
 TINY_LLADA = dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=4, mlp_hidden_size=128, vocab_size=VOCAB,
                   embedding_size=VOCAB, mask_token_id=MASK_ID, eos_token_id=EOS_ID, pad_token_id=EOS_ID,
                   max_sequence_length=256)
+#: transformers copies a folder's code to ~/.cache/huggingface/modules/<folder name>/: one name per
+#: pytest-xdist worker, so two workers never write the same module at once
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 SAMPLER = dict(steps=8, gen_length=8, block_length=4, mask_id=MASK_ID)
 
 needs_dream = pytest.mark.skipif(not (DREAM_REFERENCE / "modeling_dream.py").exists(),
@@ -56,7 +59,7 @@ needs_reference = pytest.mark.skipif(not (LLADA_REFERENCE / "modeling_llada.py")
 def llada_folder(tmp_path_factory):
     """A 2-layer, d_model 64 LLaDA folder: the published code and config, shrunk, random weights."""
     torch.set_num_threads(1)
-    folder = tmp_path_factory.mktemp("llada") / "LLaDA-tiny"
+    folder = tmp_path_factory.mktemp("llada") / f"LLaDA-tiny-{WORKER}"
     folder.mkdir()
     for name in ("configuration_llada.py", "modeling_llada.py", "generation_config.json", "tokenizer_config.json"):
         shutil.copyfile(LLADA_REFERENCE / name, folder / name)
@@ -196,7 +199,7 @@ def test_transformers_folders_decode_with_the_kv_cache(tmp_path, build):
 def test_dream_folder_loads_and_decodes_through_the_shifted_logits(tmp_path):
     """Dream's published code meets three more v5 changes (`remote_code_compat` patches 3-5)."""
     torch.set_num_threads(1)
-    folder = tmp_path / "Dream-tiny"
+    folder = tmp_path / f"Dream-tiny-{WORKER}"
     folder.mkdir()
     for name in ("configuration_dream.py", "modeling_dream.py", "generation_utils.py", "generation_config.json"):
         shutil.copyfile(DREAM_REFERENCE / name, folder / name)
