@@ -151,7 +151,7 @@ print(json.dumps(out))
 
 
 def test_episodes_match_across_processes_and_hash_seeds():
-    # The two teachers whose memories are sets; WebShop's reads lists only (and a fresh
+    # The two teachers that keep sets in memory; WebShop's uses sets only for membership (and a fresh
     # process would spend most of this test loading spaCy for the purchase reward).
     ids = ["lmgym/ALFWorld-Gen-v0", "lmgym/HotPotQA-Gen-Hard-v0"]
     for env_id in ids:

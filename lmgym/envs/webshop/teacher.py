@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from lmgym.envs.webshop.expert import instruction_query
 from lmgym.envs.webshop.pages import BACK_TO_SEARCH, END_BUTTON, NEXT_PAGE, PREV_PAGE, SUB_PAGES
 
 SEP = " [SEP] "
