@@ -151,8 +151,8 @@ print(json.dumps(out))
 
 
 def test_episodes_match_across_processes_and_hash_seeds():
-    # The two teachers that keep sets in memory; WebShop's uses sets only for membership (and a fresh
-    # process would spend most of this test loading spaCy for the purchase reward).
+    # WebShop is left out: a fresh process would spend most of this test loading spaCy for the
+    # purchase reward; its teacher iterates lists only (sets serve membership tests).
     ids = ["lmgym/ALFWorld-Gen-v0", "lmgym/HotPotQA-Gen-Hard-v0"]
     for env_id in ids:
         if unavailable_reason(ENVS[env_id]):
