@@ -204,3 +204,9 @@ def test_benchmark_script_plays_both_agents_and_resumes(tmp_path):
     bench.run(quick=True, out=tmp_path, only=["HotPotQA-Gen-Hard"])  # resumes: nothing left to play
     assert len(list(read_jsonl(tmp_path / "episodes.jsonl"))) == len(rows)
     assert "| HotPotQA-Gen-Hard | teacher | 5 | 100.0%" in (tmp_path / "summary.md").read_text()
+
+
+def test_webshop_teacher_says_which_observation_mode_it_reads():
+    env = make("lmgym/WebShop-Gen-v0", observation_mode="text_rich")
+    with pytest.raises(ValueError, match="observation_mode='text'"):
+        run_episode(env, TeacherAgent(), seed=0)

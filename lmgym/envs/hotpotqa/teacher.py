@@ -109,7 +109,7 @@ class HotPotQATeacher:
 _STOPWORDS = frozenset("""a an the of in on at to for from by with and or but is are was were be been being as
 that this these those which who whom whose what when where why how it its his her their they he she
 did do does has have had not no yes than then there also into about after before over under both
-same more most first which one ones name named called""".split())
+same more most first one ones name named called""".split())
 _WORD = re.compile(r"[\w']+")
 
 
