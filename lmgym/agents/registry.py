@@ -17,6 +17,7 @@ AGENTS: dict[str, str] = {
     "expert": "lmgym.agents.base:ExpertAgent",
     "ppo": "lmgym.agents.ppo_agent:PPOAgent",
     "teacher": "lmgym.agents.teacher:TeacherAgent",
+    "lm": "lmgym.agents.lm:LMAgent",
 }
 
 
