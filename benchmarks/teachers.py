@@ -65,6 +65,7 @@ CELLS = (
     Cell("WebShop test", "lmgym/WebShop-v0", {"split": "test"}),
     Cell("WebShop-Gen", "lmgym/WebShop-Gen-v0", episodes=200),
     Cell("HotPotQA (588 dev)", "lmgym/HotPotQA-v0"),
+    Cell("HotPotQA-AllPages (588 dev)", "lmgym/HotPotQA-AllPages-v0"),
     Cell("HotPotQA-Gen-Easy", "lmgym/HotPotQA-Gen-Easy-v0", episodes=200),
     Cell("HotPotQA-Gen", "lmgym/HotPotQA-Gen-v0", episodes=200),
     Cell("HotPotQA-Gen-Hard", "lmgym/HotPotQA-Gen-Hard-v0", episodes=200),
