@@ -50,8 +50,10 @@ pre { white-space: pre-wrap; word-break: break-word; margin: 0.2rem 0 0.6rem; pa
 mark.reason { background: #ddf4ff; border-bottom: 2px solid #54aeff; }
 mark.act { background: #fff8c5; border-bottom: 2px solid #d4a72c; font-weight: 600; }
 mark.other { background: #fbefff; border-bottom: 2px solid #c297ff; }
-.extra th { font-weight: normal; font-family: ui-monospace, monospace; font-size: 0.85em; }
-.extra td pre { max-height: 14rem; margin: 0; }
+.fields { display: flex; flex-wrap: wrap; gap: 0.3rem; margin: 0.2rem 0 0.6rem; }
+.field { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; padding: 0.05rem 0.45rem; }
+.field.wide { flex-basis: 100%; } .field pre { max-height: 14rem; margin: 0.2rem 0; }
+.field .name { font-family: ui-monospace, monospace; font-size: 0.85em; color: #57606a; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 0.8rem; }
 .side > div { min-width: 0; }
 form.filters { display: flex; gap: 0.8rem; flex-wrap: wrap; align-items: end; margin: 0.5rem 0; }
@@ -125,10 +127,15 @@ def value_html(value: Any) -> str:
 
 
 def fields_table(title: str, items: list[tuple[str, Any]]) -> str:
+    """Name/value pairs, short ones side by side, long ones on a line of their own."""
     if not items:
         return ""
-    rows = "".join(f"<tr><th>{esc(name)}</th><td>{value_html(value)}</td></tr>" for name, value in items)
-    return f'<div class="label">{esc(title)}</div><table class="extra">{rows}</table>'
+    cells = []
+    for name, value in items:
+        shown = value_html(value)
+        wide = " wide" if shown.startswith("<details>") else ""
+        cells.append(f'<div class="field{wide}"><span class="name">{esc(name)}</span> {shown}</div>')
+    return f'<div class="label">{esc(title)}</div><div class="fields">{"".join(cells)}</div>'
 
 
 def highlight(completion: str, spans: Any) -> str:
@@ -303,8 +310,10 @@ def _info_items(info_json: Any, task: str) -> list[tuple[str, Any]]:
 
 def _outcome_line(row: dict[str, Any]) -> str:
     tokens = (row.get("prompt_tokens") or 0) + (row.get("completion_tokens") or 0)
-    facts = [f"return {num(row.get('return'))}", f"score {num(row.get('score'))}", f"{num(row.get('steps'))} steps",
-             f"{num(row.get('invalid_actions'))} invalid", f"{tokens} tokens", f"{num(row.get('seconds'), 3)} s"]
+    facts = [f"return {num(row.get('return'))}"] + (
+        [] if row.get("score") is None else [f"score {num(row['score'])}"]) + [
+        f"{num(row.get('steps'))} steps", f"{num(row.get('invalid_actions'))} invalid", f"{tokens} tokens",
+        f"{num(row.get('seconds'), 3)} s"]
     return f'{badge(outcome_of(row))} <span class="meta">{esc(" · ".join(facts))}</span>'
 
 
