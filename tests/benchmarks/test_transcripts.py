@@ -62,3 +62,18 @@ def test_no_transcripts_flag_and_the_token_columns(tmp_path, capsys):
     table = (tmp_path / "summary.md").read_text().splitlines()
     assert "prompt tokens/episode | completion tokens/episode" in table[2]
     assert f"| {3 * cell['mean_steps']:.1f} | {2 * cell['mean_steps']:.1f} |" in table[4]
+
+
+def test_transcripts_are_the_same_from_every_backend_apart_from_seconds(tmp_path):
+    from lmgym.benchmarks.backends.processes import ProcessBackend
+
+    def without_seconds(out):
+        by_key = {t["key"]: t for t in read_jsonl(out / TRANSCRIPTS_FILE)}
+        for transcript in by_key.values():
+            for step in transcript["steps"]:
+                step.pop("seconds")
+        return by_key
+
+    run_benchmark(SPEC, tmp_path / "a", quiet=True, plots=False)
+    run_benchmark(SPEC, tmp_path / "b", backend=ProcessBackend(workers=2), quiet=True, plots=False)
+    assert without_seconds(tmp_path / "a") == without_seconds(tmp_path / "b")

@@ -1,6 +1,7 @@
 """`lmgym view`: a run folder or a rollout file as pages; escaping, 404s, growing files, the CLI."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -20,10 +21,10 @@ from lmgym.agents.base import Decision, ExpertAgent  # noqa: E402
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, run_benchmark  # noqa: E402
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec  # noqa: E402
 from lmgym.benchmarks.viewer.app import create_app  # noqa: E402
-from lmgym.benchmarks.viewer.pages import highlight  # noqa: E402
+from lmgym.benchmarks.viewer.pages import EPISODE_SHOWN, STEP_SHOWN, highlight  # noqa: E402
 from lmgym.benchmarks.viewer.store import ViewerError, open_source  # noqa: E402
 from lmgym.cli import main as lmgym_main  # noqa: E402
-from lmgym.rollouts import Span  # noqa: E402
+from lmgym.rollouts import Episode, Span, Step  # noqa: E402
 
 SPEC = BenchmarkSpec("view", (EnvSpec("lmgym/KeyDoor-v0"),), (AgentSpec("random"), AgentSpec("expert")),
                      episodes=3, base_seed=0)
@@ -118,6 +119,7 @@ def hostile_rollout() -> dict:
                                  "task": "the <i>task</i>"}),
         "prompt_tokens": 12, "completion_tokens": 7, "seconds": 0.25,
         "tool_calls": [{"name": "search", "dispatched_s": 0.05, "returned_s": 0.21}],
+        "judge_json": json.dumps({"diversity": 0.4125, "note": f"{HOSTILE}"}),
         "team_messages": [{"from": "planner", "text": f"try {HOSTILE}"}],
     }
     return {"env_id": "lmgym/HotPotQA-Gen-v0", "seed": 5, "task": "the <i>task</i>", "agent": "<u>team</u>",
@@ -136,8 +138,29 @@ def test_a_rollout_file_shows_whatever_a_step_holds_escaped(tmp_path):
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in page
     for name in ("tool_calls", "dispatched_s", "team_messages", "planner", "judge", "validity", "team_size"):
         assert name in page, name
+    assert '{&quot;diversity&quot;: 0.4125' in page  # a *_json field is shown as its JSON value
     assert '<mark class="act" title="act">search[&lt;b&gt;x&lt;/b&gt;]</mark>' in page
     assert "12 + 7 tokens" in page and 'class="badge invalid"' in page
+
+
+def test_the_fields_shown_in_place_are_the_rollout_formats():
+    """Every other field is listed by name, so a field added to Step or Episode still shows."""
+    assert STEP_SHOWN <= {f.name for f in dataclasses.fields(Step)}
+    assert EPISODE_SHOWN - {"return", "won", "length", "invalid_actions", "key"} <= {
+        f.name for f in dataclasses.fields(Episode)}
+
+
+def test_a_page_that_fails_is_a_one_line_500(run_dir):
+    source = open_source(run_dir)
+
+    def broken(key):
+        raise OSError("disk gone")
+
+    source.transcript = broken
+    response = TestClient(create_app(source), raise_server_exceptions=False).get(
+        "/episode", params={"key": "lmgym/KeyDoor-v0|expert|0"})
+    assert response.status_code == 500 and "OSError: disk gone" in response.text
+    assert "Traceback" not in response.text and 'File "' not in response.text
 
 
 def test_highlight_marks_spans_and_leaves_bad_ones_unmarked():

@@ -9,7 +9,6 @@ judge feedback, team messages, the env's info) as name/value tables.
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import json
 from typing import Any, Iterable
@@ -17,13 +16,15 @@ from urllib.parse import urlencode
 
 from lmgym.benchmarks.report import LOAD_NOTE
 from lmgym.benchmarks.viewer.store import OUTCOMES, SORTS, Source, outcome_of
-from lmgym.rollouts import Episode, Step
 
-#: Step fields shown in their own places; any other field of a step is shown in its table.
-STEP_FIELDS = frozenset(f.name for f in dataclasses.fields(Step))
-#: Episode fields shown in the header, with the columns `Episode.to_dict` adds and the run's key.
-EPISODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Episode)) | {"return", "won", "length",
-                                                                           "invalid_actions", "key"}
+#: `Step` fields the page shows in their own places; every other field a step holds (a field
+#: added to `Step` later included) is shown by name in the step's table.
+STEP_SHOWN = frozenset({"observation", "action", "reward", "terminated", "truncated", "action_valid", "won",
+                        "reasoning", "completion", "spans", "info_json", "prompt_tokens", "completion_tokens",
+                        "seconds"})
+#: `Episode` fields (and the columns `Episode.to_dict` and the runner add) shown in their places.
+EPISODE_SHOWN = frozenset({"env_id", "seed", "task", "agent", "steps", "final_observation", "env_kwargs_json",
+                           "return", "won", "length", "invalid_actions", "key"})
 #: Values longer than this (or with a newline) fold into a <details> element.
 INLINE_CHARS = 120
 #: Rows listed on one episode-list page.
@@ -132,10 +133,20 @@ def fields_table(title: str, items: list[tuple[str, Any]]) -> str:
         return ""
     cells = []
     for name, value in items:
-        shown = value_html(value)
+        shown = value_html(_decoded(name, value))
         wide = " wide" if shown.startswith("<details>") else ""
         cells.append(f'<div class="field{wide}"><span class="name">{esc(name)}</span> {shown}</div>')
     return f'<div class="label">{esc(title)}</div><div class="fields">{"".join(cells)}</div>'
+
+
+def _decoded(name: str, value: Any) -> Any:
+    """A ``*_json`` text field (the rollout format's way to keep columns typed) as its JSON value."""
+    if name.endswith("_json") and isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            pass
+    return value
 
 
 def highlight(completion: str, spans: Any) -> str:
@@ -192,7 +203,8 @@ def run_page(source: Source) -> str:
             f"{c['success_rate']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}]")
         tokens = ("-" if c["episodes"] == 0 else
                   f"{num(c.get('prompt_tokens_per_episode'), 1)} + {num(c.get('completion_tokens_per_episode'), 1)}")
-        expected = "" if source.kind != "run" or c["episodes"] == c["expected_episodes"] else f"/{c['expected_episodes']}"
+        expected = ("" if source.expected_episodes() is None or c["episodes"] == c["expected_episodes"]
+                    else f"/{c['expected_episodes']}")
         rows.append([
             cell(esc(c["env"]), ""), cell(esc(c["agent"]), ""), cell(f"{c['episodes']}{expected}"),
             cell(success, "", outcome="won"), cell(num(c["mean_return"])), cell(num(c["mean_score"])),
@@ -290,7 +302,7 @@ def step_html(step: dict[str, Any], number: int, task: str) -> str:
     if reasoning and reasoning not in completion:
         parts.append(f'<div class="label">reasoning</div><pre class="reasoning">{esc(reasoning)}</pre>')
     parts.append(f'<div class="label">action</div><pre class="action">{esc(step.get("action", ""))}</pre>')
-    parts.append(fields_table("step fields", [(k, v) for k, v in sorted(step.items()) if k not in STEP_FIELDS]))
+    parts.append(fields_table("step fields", [(k, v) for k, v in sorted(step.items()) if k not in STEP_SHOWN]))
     parts.append(fields_table("info after the step", _info_items(step.get("info_json"), task)))
     return "".join(parts) + "</section>"
 
@@ -336,9 +348,9 @@ def episode_page(source: Source, row: dict[str, Any]) -> str:
         return page(source, title, "".join(parts))
     task = str(transcript.get("task", ""))
     parts.append(f'<div class="label">task</div><pre class="task">{esc(task)}</pre>')
-    extras = [(k, v) for k, v in sorted(transcript.items()) if k not in EPISODE_FIELDS]
+    extras = [(k, v) for k, v in sorted(transcript.items()) if k not in EPISODE_SHOWN]
     if transcript.get("env_kwargs_json") not in (None, "{}"):
-        extras.append(("env kwargs", transcript["env_kwargs_json"]))
+        extras.append(("env_kwargs_json", transcript["env_kwargs_json"]))
     parts.append(fields_table("episode fields", extras))
     steps = transcript.get("steps") or []
     parts += [step_html(step, i + 1, task) for i, step in enumerate(steps) if isinstance(step, dict)]
