@@ -127,6 +127,13 @@ def value_html(value: Any) -> str:
     return f"<details><summary>{esc(first)}&hellip; ({len(text):,} chars)</summary><pre>{esc(text)}</pre></details>"
 
 
+def select(name: str, options: list[str], chosen: str | None, any_label: str | None = None) -> str:
+    """A labelled <select> of a GET form; `any_label` adds an empty first choice (no filter)."""
+    items = ([f'<option value="">{esc(any_label)}</option>'] if any_label else []) + [
+        f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{esc(o)}</option>' for o in options]
+    return f'<label>{esc(name)}<select name="{esc(name)}">{"".join(items)}</select></label>'
+
+
 def fields_table(title: str, items: list[tuple[str, Any]]) -> str:
     """Name/value pairs, short ones side by side, long ones on a line of their own."""
     if not items:
@@ -196,7 +203,8 @@ def run_page(source: Source) -> str:
               "invalid-action rate", "tokens/episode (prompt + completion)", "s/episode", "errors"]
     rows = []
     for c in summary["cells"]:
-        def cell(text: str, css: str = "num", **filters: Any) -> tuple[str, str]:
+        def cell(text: str, css: str = "num", **filters: Any) -> Cell:
+            """A cell linking to the episodes of this env and agent (`filters` narrow them)."""
             return css, f'<a href="{url("/episodes", env=c["env"], agent=c["agent"], **filters)}">{text}</a>'
 
         success = "-" if c["success_rate"] is None else (
@@ -247,17 +255,12 @@ def episodes_page(source: Source, *, env: str | None, agent: str | None, outcome
                   sort: str, descending: bool) -> str:
     rows = source.select(env=env, agent=agent, outcome=outcome, seed=seed, sort=sort, descending=descending)
 
-    def select(name: str, options: list[str], chosen: str | None, any_label: str | None = "any") -> str:
-        items = ([f'<option value="">{esc(any_label)}</option>'] if any_label else []) + [
-            f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{esc(o)}</option>' for o in options]
-        return f'<label>{esc(name)}<select name="{esc(name)}">{"".join(items)}</select></label>'
-
     form = ('<form class="filters" method="get" action="/episodes">'
-            + select("env", source.envs(), env) + select("agent", source.agents(), agent)
-            + select("outcome", list(OUTCOMES), outcome)
+            + select("env", source.envs(), env, "any") + select("agent", source.agents(), agent, "any")
+            + select("outcome", list(OUTCOMES), outcome, "any")
             + f'<label>seed<input name="seed" size="8" value="{esc(seed or "")}"></label>'
-            + select("sort", list(SORTS), sort, None) + select("order", ["ascending", "descending"],
-                                                              "descending" if descending else "ascending", None)
+            + select("sort", list(SORTS), sort)
+            + select("order", ["ascending", "descending"], "descending" if descending else "ascending")
             + '<button type="submit">Show</button></form>')
     header = ["episode", "env", "agent", "seed", "outcome", "return", "score", "steps", "invalid", "tokens",
               "seconds", "task"]
@@ -342,8 +345,14 @@ def episode_page(source: Source, row: dict[str, Any]) -> str:
     if row.get("error"):
         parts.append(f'<div class="label">error</div><pre class="error">{esc(row["error"])}</pre>')
     if transcript is None:
-        why = ("this episode raised before it finished" if row.get("error") else
-               "the run was made with --no-transcripts (or by an lmgym without transcripts)")
+        if row.get("error"):
+            why = "this episode raised before it finished"
+        elif "transcript" not in row:
+            why = "this run was written by an lmgym that kept no transcripts"
+        elif row["transcript"] is None:
+            why = "the run was made with --no-transcripts"
+        else:
+            why = f"{row['transcript']} holds no line with this key (was the file removed or cut?)"
         parts.append(f'<p class="note">No transcript: {esc(why)}.</p>')
         return page(source, title, "".join(parts))
     task = str(transcript.get("task", ""))
@@ -372,11 +381,6 @@ def _neighbours(source: Source, row: dict[str, Any]) -> str:
 
 # -- two agents side by side ------------------------------------------------------------------
 def compare_form(source: Source, env: str | None, first: str | None, second: str | None) -> str:
-    def select(name: str, options: list[str], chosen: str | None) -> str:
-        items = "".join(f'<option value="{esc(o)}"{" selected" if o == chosen else ""}>{esc(o)}</option>'
-                        for o in options)
-        return f'<label>{esc(name)}<select name="{esc(name)}">{items}</select></label>'
-
     agents = source.agents(env)
     return ('<form class="filters" method="get" action="/compare">' + select("env", source.envs(), env)
             + select("a", agents, first) + select("b", agents, second)
