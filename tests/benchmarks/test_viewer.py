@@ -138,7 +138,8 @@ def test_a_rollout_file_shows_whatever_a_step_holds_escaped(tmp_path):
     assert "&lt;script&gt;window.pwned = 1&lt;/script&gt;" in page
     for name in ("tool_calls", "dispatched_s", "team_messages", "planner", "judge", "validity", "team_size"):
         assert name in page, name
-    assert '{&quot;diversity&quot;: 0.4125' in page  # a *_json field is shown as its JSON value
+    # A *_json field is shown as its JSON value; a flat object of scalars as name/value pairs.
+    assert '<span class="name">diversity</span> <code>0.4125</code>' in page
     assert '<mark class="act" title="act">search[&lt;b&gt;x&lt;/b&gt;]</mark>' in page
     assert "12 + 7 tokens" in page and 'class="badge invalid"' in page
 

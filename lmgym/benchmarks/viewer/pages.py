@@ -27,6 +27,8 @@ EPISODE_SHOWN = frozenset({"env_id", "seed", "task", "agent", "steps", "final_ob
                            "return", "won", "length", "invalid_actions", "key"})
 #: Values longer than this (or with a newline) fold into a <details> element.
 INLINE_CHARS = 120
+#: Flat objects with at most this many scalar values show as name/value pairs, not JSON.
+FLAT_KEYS = 24
 #: Rows listed on one episode-list page.
 LIST_LIMIT = 1000
 
@@ -54,7 +56,9 @@ mark.other { background: #fbefff; border-bottom: 2px solid #c297ff; }
 .fields { display: flex; flex-wrap: wrap; gap: 0.3rem; margin: 0.2rem 0 0.6rem; }
 .field { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; padding: 0.05rem 0.45rem; }
 .field.wide { flex-basis: 100%; } .field pre { max-height: 14rem; margin: 0.2rem 0; }
+.sub { margin-right: 0.5rem; white-space: nowrap; }
 .field .name { font-family: ui-monospace, monospace; font-size: 0.85em; color: #57606a; }
+.field > .name { font-weight: 600; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 0.8rem; }
 .side > div { min-width: 0; }
 form.filters { display: flex; gap: 0.8rem; flex-wrap: wrap; align-items: end; margin: 0.5rem 0; }
@@ -111,20 +115,26 @@ def _cell(cell: Cell) -> str:
 
 
 def value_html(value: Any) -> str:
-    """Any JSON value: short scalars inline, long text or structures folded into <details>."""
-    if isinstance(value, str):
-        text = value
-    elif value is None or isinstance(value, (bool, int, float)):
+    """Any JSON value: short scalars inline, a small flat object (metrics) as name/value pairs,
+    long text or nested structures folded into <details> under a one-line summary."""
+    if value is None or isinstance(value, (bool, int, float)):
         return f"<code>{esc(json.dumps(value))}</code>"
+    if isinstance(value, dict) and 0 < len(value) <= FLAT_KEYS and not any(
+            isinstance(v, (dict, list)) for v in value.values()):
+        return " ".join(f'<span class="sub"><span class="name">{esc(k)}</span> {value_html(v)}</span>'
+                        for k, v in sorted(value.items()))
+    if isinstance(value, str):
+        text, summary = value, value.strip().split("\n", 1)[0][:80] + "\u2026"
     else:
-        compact = json.dumps(value, ensure_ascii=False, sort_keys=True)
-        if len(compact) <= INLINE_CHARS:
-            return f"<code>{esc(compact)}</code>"
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if len(text) <= INLINE_CHARS:
+            return f"<code>{esc(text)}</code>"
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, indent=2)
+        summary = (f"{{{', '.join(sorted(map(str, value))[:8])}{', ...' if len(value) > 8 else ''}}}"
+                   if isinstance(value, dict) else f"[{len(value)} items]")
     if len(text) <= INLINE_CHARS and "\n" not in text:
         return esc(text)
-    first = text.strip().split("\n", 1)[0][:80]
-    return f"<details><summary>{esc(first)}&hellip; ({len(text):,} chars)</summary><pre>{esc(text)}</pre></details>"
+    return f"<details><summary>{esc(summary)} ({len(text):,} chars)</summary><pre>{esc(text)}</pre></details>"
 
 
 def select(name: str, options: list[str], chosen: str | None, any_label: str | None = None) -> str:
