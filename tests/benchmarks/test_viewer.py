@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from lmgym.agents.base import Decision, ExpertAgent  # noqa: E402
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, run_benchmark  # noqa: E402
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec  # noqa: E402
-from lmgym.benchmarks.viewer.app import create_app  # noqa: E402
+from lmgym.benchmarks.viewer.app import create_app, listen  # noqa: E402
 from lmgym.benchmarks.viewer.pages import EPISODE_SHOWN, STEP_SHOWN, highlight  # noqa: E402
 from lmgym.benchmarks.viewer.store import ViewerError, open_source  # noqa: E402
 from lmgym.cli import main as lmgym_main  # noqa: E402
@@ -261,6 +261,15 @@ def lmgym_view(path):
     finally:
         process.terminate()
         process.wait(timeout=20)
+
+
+def test_a_taken_port_is_a_one_line_error():
+    taken = listen("127.0.0.1", 0)
+    try:
+        with pytest.raises(ViewerError, match=r"cannot listen on 127\.0\.0\.1:\d+ .*try another --host or --port"):
+            listen("127.0.0.1", taken.getsockname()[1])
+    finally:
+        taken.close()
 
 
 def test_lmgym_view_serves_on_loopback_and_prints_its_url(run_dir):

@@ -108,8 +108,9 @@ def listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         return socket.create_server((host, port), family=family)
-    except OSError as error:
-        raise ViewerError(f"cannot listen on {host}:{port} ({error.strerror or error}); try another --port") from None
+    except (OSError, OverflowError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise ViewerError(f"cannot listen on {host}:{port} ({reason}); try another --host or --port") from None
 
 
 def address(host: str, port: int) -> str:
@@ -117,11 +118,17 @@ def address(host: str, port: int) -> str:
 
 
 # -- command line ---------------------------------------------------------------------------
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``lmgym view``."""
     parser.add_argument("path", help="a benchmark output folder (lmgym bench --out) or a rollout file (.jsonl)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: loopback only)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
 
 
 def main(args: argparse.Namespace) -> int:
