@@ -107,23 +107,27 @@ def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input) -
 
 # -- rollout -------------------------------------------------------------------------------
 def cmd_rollout(args: argparse.Namespace) -> int:
-    import gymnasium as gym
     from tqdm import tqdm
 
     from lmgym.agents.registry import make_agent
-    from lmgym.agents.runner import run_episode
-    from lmgym.rollouts import write_episode
+    from lmgym.agents.runner import record_rollouts
+    from lmgym.benchmarks.spec import parse_call
 
-    env = gym.make(args.env_id, **args.env_kwargs)
-    agent = make_agent(args.agent)
+    name, kwargs = parse_call(args.agent)
+    agent = make_agent(name, **kwargs)
     won = 0
-    bar = tqdm(range(args.episodes), desc=f"{args.agent} on {args.env_id}", disable=args.quiet or None)
-    for k in bar:
-        episode = run_episode(env, agent, seed=args.seed + k, env_id=args.env_id)
-        write_episode(args.out, episode)
-        won += episode.won
-        bar.set_postfix(success=f"{won / (k + 1):.0%}")
-    print(f"wrote {args.episodes} episodes to {args.out} (success {won}/{args.episodes})")
+    with tqdm(total=args.episodes, desc=f"{name} on {args.env_id}", disable=args.quiet or None) as bar:
+        def progress(played, episode):
+            nonlocal won
+            won += episode.won
+            bar.update(1)
+            bar.set_postfix(success=f"{won / played:.0%}")
+
+        counts = record_rollouts(args.env_id, agent, range(args.seed, args.seed + args.episodes), args.out,
+                                 env_kwargs=args.env_kwargs, won_only=args.won_only, progress=progress)
+    agent.close()
+    print(f"wrote {counts['kept']} of {counts['played']} episodes to {args.out} (success {won}/{counts['played']}"
+          f"{', won only' if args.won_only else ''}; {counts['skipped']} already there)")
     return 0
 
 
@@ -147,10 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rollout = sub.add_parser("rollout", help="record an agent's episodes as rollout JSON lines")
     rollout.add_argument("env_id")
-    rollout.add_argument("--agent", default="expert", help="agent name (random, expert, ...) or module:Class")
+    rollout.add_argument("--agent", default="expert",
+                         help="agent name (random, expert, teacher, lm, ...) or module:Class, with arguments as NAME(key=value, ...)")
     rollout.add_argument("--episodes", type=int, default=10)
     rollout.add_argument("--seed", type=int, default=0, help="episode k uses seed + k")
-    rollout.add_argument("--out", required=True, help="rollout file (appended)")
+    rollout.add_argument("--out", required=True, help="rollout file (appended; seeds already in it are skipped)")
+    rollout.add_argument("--won-only", action="store_true", help="keep only won episodes (training data)")
     rollout.add_argument("--env-kwargs", type=_json_kwargs, default={})
     rollout.add_argument("--quiet", action="store_true")
     rollout.set_defaults(func=cmd_rollout)

@@ -36,6 +36,11 @@ class EnvEntry:
 ENVS: dict[str, EnvEntry] = {}
 
 
+def family_of(env_id: str) -> str:
+    """``"lmgym/HotPotQA-Gen-Easy-v0"`` -> ``"HotPotQA"``: the family an id belongs to."""
+    return env_id.split("/", 1)[-1].rsplit("-v", 1)[0].split("-", 1)[0]
+
+
 def register_env(entry: EnvEntry) -> None:
     ENVS[entry.id] = entry
     if entry.id not in gym.registry:

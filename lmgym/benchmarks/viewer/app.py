@@ -128,7 +128,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``lmgym view``."""
     parser.add_argument("path", help="a benchmark output folder (lmgym bench --out) or a rollout file (.jsonl)")
     parser.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: loopback only)")
-    parser.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--port", type=_port, default=DEFAULT_PORT,
+                        help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
 
 
 def main(args: argparse.Namespace) -> int:

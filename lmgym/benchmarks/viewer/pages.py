@@ -20,11 +20,11 @@ from lmgym.benchmarks.viewer.store import OUTCOMES, SORTS, Source, outcome_of
 #: `Step` fields the page shows in their own places; every other field a step holds (a field
 #: added to `Step` later included) is shown by name in the step's table.
 STEP_SHOWN = frozenset({"observation", "action", "reward", "terminated", "truncated", "action_valid", "won",
-                        "reasoning", "completion", "spans", "info_json", "prompt_tokens", "completion_tokens",
-                        "seconds"})
+                        "reasoning", "completion", "spans", "info_json", "agent_json", "prompt_tokens",
+                        "completion_tokens", "seconds"})
 #: `Episode` fields (and the columns `Episode.to_dict` and the runner add) shown in their places.
 EPISODE_SHOWN = frozenset({"env_id", "seed", "task", "agent", "steps", "final_observation", "env_kwargs_json",
-                           "return", "won", "length", "invalid_actions", "key"})
+                           "seconds", "return", "won", "length", "invalid_actions", "key"})
 #: Values longer than this (or with a newline) fold into a <details> element.
 INLINE_CHARS = 120
 #: Flat objects with at most this many scalar values show as name/value pairs, not JSON.
@@ -316,21 +316,17 @@ def step_html(step: dict[str, Any], number: int, task: str) -> str:
         parts.append(f'<div class="label">reasoning</div><pre class="reasoning">{esc(reasoning)}</pre>')
     parts.append(f'<div class="label">action</div><pre class="action">{esc(step.get("action", ""))}</pre>')
     parts.append(fields_table("step fields", [(k, v) for k, v in sorted(step.items()) if k not in STEP_SHOWN]))
-    parts.append(fields_table("info after the step", _info_items(step.get("info_json"), task)))
+    parts.append(fields_table("agent", _json_items(step.get("agent_json"), "agent_json")))
+    parts.append(fields_table("info after the step", [(k, v) for k, v in _json_items(step.get("info_json"), "info_json")
+                                                      if not (k == "task" and v == task)]))
     return "".join(parts) + "</section>"
 
 
-def _info_items(info_json: Any, task: str) -> list[tuple[str, Any]]:
-    """The step's info as (name, value) pairs; the task is left out where it repeats the episode's."""
-    if not info_json:
-        return []
-    try:
-        info = json.loads(info_json) if isinstance(info_json, str) else info_json
-    except ValueError:
-        return [("info_json", info_json)]
-    if not isinstance(info, dict):
-        return [("info_json", info)]
-    return [(k, v) for k, v in sorted(info.items()) if not (k == "task" and v == task)]
+def _json_items(text: Any, name: str) -> list[tuple[str, Any]]:
+    """A JSON-object column (``info_json``, ``agent_json``) as sorted (name, value) pairs; text
+    that is not a JSON object is shown whole under the column's `name`."""
+    value = _decoded(name, text) if text else {}
+    return sorted(value.items()) if isinstance(value, dict) else [(name, value)]
 
 
 def _outcome_line(row: dict[str, Any]) -> str:

@@ -210,7 +210,8 @@ class RunSource(Source):
         except FileNotFoundError:
             self._spec_note = "spec.json is missing: envs and agents are taken from the rows"
         except (ValueError, KeyError, TypeError) as error:
-            self._spec_note = f"spec.json is not a spec this lmgym reads ({error}): envs and agents are taken from the rows"
+            self._spec_note = (f"spec.json is not a spec this lmgym reads ({error}): "
+                               "envs and agents are taken from the rows")
 
     def _read_rows(self) -> None:
         """Re-read ``episodes.jsonl`` when it changed, with the runner's own rule for repeated keys."""
@@ -293,7 +294,8 @@ class RolloutSource(Source):
             return None
         try:
             columns = episode_columns(record)
-            seconds = round(sum(float(s.get("seconds", 0.0)) for s in record["steps"]), 6)
+            # The episode's wall time where the rollout has it, else its steps' decision time.
+            seconds = float(record.get("seconds") or sum(float(s.get("seconds", 0.0)) for s in record["steps"]))
         except (AttributeError, TypeError, ValueError):  # steps that are not step objects
             return None
         env, agent = rollout_env_name(record), str(record.get("agent", "?"))
@@ -302,7 +304,7 @@ class RolloutSource(Source):
         key = record.get("key") if isinstance(record.get("key"), str) else f"{env}|{agent}|{episode}"
         return {"key": key, "env": env, "env_id": str(record.get("env_id", "?")), "agent": agent,
                 "episode": episode, "seed": record.get("seed"), "task_index": None, **columns,
-                "seconds": seconds, "error": None, "transcript": self.path.name}
+                "seconds": round(seconds, 6), "error": None, "transcript": self.path.name}
 
     def transcript(self, key: str) -> dict[str, Any] | None:
         offset = self._offsets.get(key)
