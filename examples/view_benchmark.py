@@ -6,7 +6,7 @@ its pages over HTTP as a browser would: the summary, one episode step by step, a
 side by side on the same seed. ``--serve`` then keeps serving for your browser (the same as
 ``lmgym view OUT``); ``--run FOLDER`` reads an existing run instead; ``--screenshot FILE``
 saves the episode page (needs Playwright and Debian's chromium). The README's picture is
-SmolLM2-135M-Instruct on KeyDoor (the bench command took 12.4 min on 2 cores at load 12):
+SmolLM2-135M-Instruct on KeyDoor (its 3-step episode took 12.4 min on 2 cores at load 12):
 
     python examples/view_benchmark.py --serve
     lmgym bench smoke --envs lmgym/KeyDoor-v0 --agents "lm(model=smollm2)" expert --episodes 1 \\
