@@ -44,7 +44,8 @@ import numpy as np
 
 from lmgym.agents.base import Agent, Decision
 from lmgym.agents.prompts import (FamilyPrompt, Turn, advance_window, completion_tokens, observation_tokens, prompt_for,
-                                  render_messages, system_text, transcript_budget)
+                                  react_paper_demonstrations, render_messages, system_text, transcript_budget)
+from lmgym.envs.alfworld.games import data_folder as alfworld_folder
 from lmgym.envs.registry import family_of
 from lmgym.policies.backends import SamplingParams, TextBackend, make_text_backend
 from lmgym.rollouts import parse_completion
@@ -95,6 +96,7 @@ class _Slot:
     session: tuple[int, int]
     rng: np.random.Generator
     task: str | None = None
+    few_shot: int = 0
     turns: list[Turn] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)  # tokens of each rendered turn
     first_kept: int = 0
@@ -136,6 +138,9 @@ class LMAgent(Agent):
         max_new_tokens: per turn (None: the family's). temperature, top_p: sampling (0: greedy).
         snap, snap_cutoff: snap actions to the admissible list (None: the family's choice).
         show_actions: list the admissible actions under each observation (None: the family's).
+        demonstrations: ``"family"`` (the family's demonstrator on training tasks) or, for
+            ALFWorld, ``"react-paper"``: the ReAct paper's two transcripts of the episode's task
+            type (``LMGYM_DATA/alfworld/react_prompts``; older ``put`` grammar, accepted by the env).
         batch_size: episodes played at once by `run_episodes`.
     """
 
@@ -147,13 +152,17 @@ class LMAgent(Agent):
                  history: Literal["tokens", "turns"] = "tokens", max_prompt_tokens: int | None = None,
                  history_turns: int = 8, max_new_tokens: int | None = None, temperature: float = 0.0,
                  top_p: float = 1.0, snap: bool | None = None, snap_cutoff: float = 80.0,
-                 show_actions: bool | None = None, batch_size: int = 1, name: str | None = None):
+                 show_actions: bool | None = None, demonstrations: Literal["family", "react-paper"] = "family",
+                 batch_size: int = 1, name: str | None = None):
         if not isinstance(model, (str, Path)) or not str(model):
             raise ValueError(f"model must be 'smollm2', a local folder or an endpoint's model name, got {model!r}")
         if history not in ("tokens", "turns"):
             raise ValueError(f"history must be 'tokens' or 'turns', got {history!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if demonstrations not in ("family", "react-paper"):
+            raise ValueError(f"demonstrations must be 'family' or 'react-paper', got {demonstrations!r}")
+        self.demonstrations = demonstrations
         self.model, self.backend_choice, self.base_url = str(model), backend, base_url
         self.backend_kwargs = dict(backend_kwargs or {})
         self.overrides = {"few_shot": few_shot, "instructions": instructions, "show_actions": show_actions,
@@ -209,9 +218,14 @@ class LMAgent(Agent):
         model = self._model_for(env_id)
         prompt = prompt_for(env_id)
         few_shot = model.few_shot if model.few_shot is not None else (prompt.examples.count if prompt.examples else 0)
+        if self.demonstrations == "react-paper" and prompt.family != "ALFWorld":
+            raise ValueError(f"demonstrations='react-paper' exists for ALFWorld only, not {prompt.family}")
+        # the ReAct paper's demonstrations depend on the task type: the system waits for the first observation
+        system = "" if self.demonstrations == "react-paper" else system_text(prompt, instructions=model.instructions,
+                                                                                 few_shot=few_shot)
         self._episodes += 1
-        self._slots[slot] = _Slot(prompt, model, system_text(prompt, instructions=model.instructions, few_shot=few_shot),
-                                  seed, (slot, self._episodes), np.random.default_rng(seed))
+        self._slots[slot] = _Slot(prompt, model, system, seed, (slot, self._episodes), np.random.default_rng(seed),
+                                  few_shot=few_shot)
 
     def decide(self, observation: str, info: dict[str, Any]) -> Decision:
         return self.decide_slots([0], [observation], [info])[0]
@@ -258,6 +272,11 @@ class LMAgent(Agent):
         """Add the new observation as a turn, and cut the history to its budget."""
         if state.task is None:
             state.task = str(info.get("task", ""))
+            if self.demonstrations == "react-paper":
+                demos = react_paper_demonstrations(alfworld_folder(), str(info.get("task_type")),
+                                                   state.few_shot) if state.few_shot else ()
+                state.system = system_text(state.prompt, instructions=state.model.instructions, few_shot=state.few_shot,
+                                           demos=demos)
         show = state.model.show_actions if state.model.show_actions is not None else state.prompt.show_actions
         turn = Turn(observation, actions=tuple(info.get("admissible_actions") or ()) if show else ())
         state.turns.append(turn)

@@ -160,10 +160,13 @@ def messages_as_text(messages: list[dict[str, str]]) -> str:
     return "".join(m["content"] if m["role"] != "assistant" else m["content"] + "\n" for m in messages)
 
 
-def system_text(prompt: FamilyPrompt, *, instructions: bool, few_shot: int) -> str:
-    """The system message: instructions, then `few_shot` demonstrations of training tasks."""
+def system_text(prompt: FamilyPrompt, *, instructions: bool, few_shot: int,
+                demos: tuple[str, ...] | None = None) -> str:
+    """The system message: instructions, then `few_shot` demonstrations of training tasks
+    (the family's, or the given `demos`)."""
     parts = [prompt.instructions.strip() + "\n"] if instructions else []
-    demos = demonstrations(prompt.family, few_shot) if few_shot else ()
+    if demos is None:
+        demos = demonstrations(prompt.family, few_shot) if few_shot else ()
     if demos:
         parts.append("Here are examples.\n")
         parts.extend(f"Example {k + 1}:\n{demo}" for k, demo in enumerate(demos))
@@ -203,7 +206,8 @@ def demonstrations(family: str, count: int) -> tuple[str, ...]:
     return tuple(demos)
 
 
-def react_paper_demonstrations(data_root: Path, task_type: str, count: int = 2) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=None)
+def react_paper_demonstrations(alfworld_folder: Path, task_type: str, count: int = 2) -> tuple[str, ...]:
     """The ReAct paper's own ALFWorld few-shot transcripts for `task_type`, in our turn format.
 
     ``react_prompts/alfworld_3prompts.json`` (ysymyth/ReAct) holds ``react_<type>_<k>``
@@ -214,7 +218,10 @@ def react_paper_demonstrations(data_root: Path, task_type: str, count: int = 2) 
     names = {"pick_and_place_simple": "put", "pick_clean_then_place_in_recep": "clean",
              "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool",
              "pick_two_obj_and_place": "puttwo", "look_at_obj_in_light": "examine"}
-    prompts = json.loads((data_root / "alfworld" / "react_prompts" / "alfworld_3prompts.json").read_text())
+    path = alfworld_folder / "react_prompts" / "alfworld_3prompts.json"
+    if not path.exists():
+        raise FileNotFoundError(f"the ReAct paper's ALFWorld prompts are not at {path} (ysymyth/ReAct prompts/)")
+    prompts = json.loads(path.read_text())
     demos = []
     for k in range(count):
         raw = prompts[f"react_{names[task_type]}_{k}"].strip().split("\n")
