@@ -6,6 +6,7 @@
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
     lmgym train ppo|lm|mdlm ...                 trainers (lmgym.training)
     lmgym serve webshop ...                     WebShop as a web page
+    lmgym view PATH [--port P]                  a benchmark run or rollout file as web pages
 
 Subcommands that need heavy packages import them only when run.
 """
@@ -183,6 +184,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             module = importlib.import_module(module_name)
             module.add_arguments(server)
             server.set_defaults(func=module.main)
+
+    view = sub.add_parser("view", help="browse a benchmark run folder or a rollout file in a web browser")
+    if wanted == "view":
+        module = importlib.import_module("lmgym.benchmarks.viewer.app")
+        module.add_arguments(view)
+        view.set_defaults(func=module.main)
 
     args = parser.parse_args(argv)
     try:

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from lmgym.agents.base import Agent, Decision
 from lmgym.entrypoints import load_entry_point
 from lmgym.envs.core import INFO_KEYS
+from lmgym.envs.registry import env_name
 
 #: The only info keys a teacher may read: the ones every env publishes to every agent.
 PUBLIC_INFO_KEYS = INFO_KEYS
@@ -48,7 +49,7 @@ def public_info(info: Mapping[str, Any]) -> dict[str, Any]:
 
 def teacher_for(env_id: str | None):
     """A fresh teacher for the env `env_id` names (ValueError when no family has one)."""
-    name = (env_id or "").split("/", 1)[-1].rsplit("-v", 1)[0]
+    name = env_name(env_id or "")
     matches = [prefix for prefix in TEACHERS if name == prefix or name.startswith(prefix + "-")]
     if not matches:
         raise ValueError(f"no grounded teacher for env {env_id!r}; teachers exist for "

@@ -64,6 +64,8 @@ def summarize(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> dict[str, Any]
                 "mean_steps": steps / n if n else None,
                 "invalid_action_rate": sum(r["invalid_actions"] for r in group) / steps if steps else None,
                 "tokens_per_episode": _mean([r["prompt_tokens"] + r["completion_tokens"] for r in group]),
+                "prompt_tokens_per_episode": _mean([r["prompt_tokens"] for r in group]),
+                "completion_tokens_per_episode": _mean([r["completion_tokens"] for r in group]),
                 "seconds_per_episode": _mean([r["seconds"] for r in group]),
                 "errors": sum(r.get("error") is not None for r in group),
                 "first_error": next((r["error"].splitlines()[0] for r in group if r.get("error")), None),
@@ -78,14 +80,15 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 def summary_markdown(summary: dict[str, Any]) -> str:
     lines = [f"## Benchmark `{summary['spec_id']}`", "",
              "| env | agent | episodes | success (95% CI) | mean return | score | mean steps | "
-             "invalid-action rate | s/episode | errors |",
-             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "invalid-action rate | prompt tokens/episode | completion tokens/episode | s/episode | errors |",
+             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in summary["cells"]:
         success = "-" if c["success_rate"] is None else (
             f"{c['success_rate']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}]")
         episodes = f"{c['episodes']}" + ("" if c["episodes"] == c["expected_episodes"] else f"/{c['expected_episodes']}")
         lines.append(f"| {c['env']} | {c['agent']} | {episodes} | {success} | {_fmt(c['mean_return'])} | "
                      f"{_fmt(c['mean_score'])} | {_fmt(c['mean_steps'], 1)} | {_fmt(c['invalid_action_rate'])} | "
+                     f"{_fmt(c['prompt_tokens_per_episode'], 1)} | {_fmt(c['completion_tokens_per_episode'], 1)} | "
                      f"{_fmt(c['seconds_per_episode'], 3)} | {c['errors']} |")
     errors = [c for c in summary["cells"] if c["first_error"]]
     if errors:

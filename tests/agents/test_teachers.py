@@ -151,8 +151,8 @@ print(json.dumps(out))
 
 
 def test_episodes_match_across_processes_and_hash_seeds():
-    # The two teachers whose memories are sets; WebShop's reads lists only (and a fresh
-    # process would spend most of this test loading spaCy for the purchase reward).
+    # WebShop is left out: a fresh process would spend most of this test loading spaCy for the
+    # purchase reward; its teacher iterates lists only (sets serve membership tests).
     ids = ["lmgym/ALFWorld-Gen-v0", "lmgym/HotPotQA-Gen-Hard-v0"]
     for env_id in ids:
         if unavailable_reason(ENVS[env_id]):
@@ -180,3 +180,33 @@ def test_teacher_for_picks_the_longest_family_prefix():
     assert teacher_for("lmgym/ALFWorld-Gen-Unseen-v0").priors_name == "gen"
     assert teacher_for("lmgym/HotPotQA-AllPages-v0").reader_name == "heuristic"
     assert teacher_for("lmgym/HotPotQA-Gen-Easy-v0").reader_name == "gen"
+
+
+# -- benchmarks/teachers.py on a tiny budget ----------------------------------------------------
+def test_benchmark_script_plays_both_agents_and_resumes(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    from lmgym.io import read_jsonl
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "teachers.py"
+    spec = importlib.util.spec_from_file_location("teachers_benchmark", path)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up there
+    spec.loader.exec_module(bench)
+    summary = bench.run(quick=True, out=tmp_path, only=["HotPotQA-Gen-Hard"])
+    rows = list(read_jsonl(tmp_path / "episodes.jsonl"))
+    assert sorted((r["agent"], r["episode"]) for r in rows) == sorted(
+        (a, k) for a in bench.AGENTS for k in range(bench.QUICK_EPISODES))
+    by_agent = {r["agent"]: r for r in summary["table"]}
+    assert by_agent["expert"]["success"] == 1.0 and by_agent["teacher"]["success"] == 1.0
+    assert by_agent["teacher"]["f1"] == 1.0 and 0 < by_agent["teacher"]["success_ci95"][0] < 1
+    bench.run(quick=True, out=tmp_path, only=["HotPotQA-Gen-Hard"])  # resumes: nothing left to play
+    assert len(list(read_jsonl(tmp_path / "episodes.jsonl"))) == len(rows)
+    assert "| HotPotQA-Gen-Hard | teacher | 5 | 100.0%" in (tmp_path / "summary.md").read_text()
+
+
+def test_webshop_teacher_says_which_observation_mode_it_reads():
+    env = make("lmgym/WebShop-Gen-v0", observation_mode="text_rich")
+    with pytest.raises(ValueError, match="observation_mode='text'"):
+        run_episode(env, TeacherAgent(), seed=0)

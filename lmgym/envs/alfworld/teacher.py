@@ -294,7 +294,7 @@ class ALFWorldTeacher:
         return chance, game_hits / games
 
     def search_order(self, obj_type: str) -> list[str]:
-        """Unexplored receptacles, best chance per step first (ties: room listing order)."""
+        """Unexplored receptacles, best chance per step first (ties: by name, then number)."""
         memory = self.memory
         unexplored = [r for r in memory.receptacles if r not in memory.contents]
 
@@ -305,7 +305,7 @@ class ALFWorldTeacher:
                 steps = 1.0  # "open" it, or "examine" it where it stands beside the agent
             else:  # "go to", then "open" if it turns out closed
                 steps = 1.0 + self.priors["closed"].get(kind, 0.0)
-            return chance / max(steps, 0.5)
+            return chance / steps
 
         return sorted(unexplored, key=lambda r: (-score(r), _natural_key(r)))
 
@@ -321,8 +321,8 @@ class ALFWorldTeacher:
             return f"examine {receptacle}", f"{why}; the {receptacle} is beside me, so I look at it."
         kind = display_type(receptacle)
         _, share = self._visit_chance(obj_type, kind)
-        hint = (f"a {obj_type} starts in a {kind} in {round(100 * share)}% of {self.source} with both"
-                if share is not None else f"{self.source} never show a {obj_type} with a {kind}")
+        hint = (f"a {obj_type} starts in a {kind} in {round(100 * share)}% of the {self.source} that have both"
+                if share is not None else f"no {self.source} have both a {obj_type} and a {kind}")
         return f"go to {receptacle}", f"{why} and have seen none; {hint}, so I go to the {receptacle}."
 
     def _use(self, receptacle: str, command: str, admissible: set[str], why: str) -> tuple[str, str]:

@@ -38,7 +38,6 @@ FINISH_BY = 6
 MAX_SEARCHES = 4
 _SEARCH = re.compile(r"^search\[(?P<t>.*)\]$", re.S)
 _NOT_FOUND = re.compile(r"^Could not find (?P<q>.*?)\. Similar: \[(?P<similar>.*)\]\.$", re.S)
-_LOOKUP_RESULT = re.compile(r"^\(Result \d+ / \d+\) (?P<s>.*)$", re.S)
 #: Sentence ends: ., ! or ? then space then an upper-case letter, digit or quote. Pages are
 #: shown as sentences joined by one space, so this recovers them up to abbreviations.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(A-Z0-9])")
@@ -68,10 +67,6 @@ class Reading:
             self.searched.append(title)
             if not _NOT_FOUND.match(text) and not text.startswith("Invalid action"):
                 self.pages[title] = split_sentences(text)
-        elif (result := _LOOKUP_RESULT.match(text)) and self.pages:
-            page = list(self.pages)[-1]
-            if result["s"] not in self.pages[page]:
-                self.pages[page].append(result["s"])
 
     def unread(self) -> list[str]:
         done = {t.lower() for t in self.searched}
@@ -114,7 +109,7 @@ class HotPotQATeacher:
 _STOPWORDS = frozenset("""a an the of in on at to for from by with and or but is are was were be been being as
 that this these those which who whom whose what when where why how it its his her their they he she
 did do does has have had not no yes than then there also into about after before over under both
-same more most first which one ones name named called""".split())
+same more most first one ones name named called""".split())
 _WORD = re.compile(r"[\w']+")
 
 

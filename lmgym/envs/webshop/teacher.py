@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from lmgym.envs.webshop.expert import instruction_query
 from lmgym.envs.webshop.pages import BACK_TO_SEARCH, END_BUTTON, NEXT_PAGE, PREV_PAGE, SUB_PAGES
 
 SEP = " [SEP] "
@@ -133,7 +132,7 @@ class WebShopTeacher:
         self.memory = ShopMemory()
         self.last_action: str | None = None
         self._item: ItemPage | None = None  # the item page shown last
-        self._item: ItemPage | None = None  # the item page shown last
+        self._page = "search"  # what the last observation was: search, results, item or other
 
     def act(self, observation: str, info: Mapping[str, Any]) -> tuple[str, str]:
         want = read_instruction(info["task"])
@@ -147,31 +146,35 @@ class WebShopTeacher:
         return action, reasoning
 
     def _remember_click(self, value: str) -> None:
+        """What a valid click changed (text pages do not mark the chosen options)."""
         memory = self.memory
-        if value in _BUTTONS:
-            memory.chosen = {} if value in (PREV_PAGE.lower(), BACK_TO_SEARCH.lower()) else memory.chosen
-        elif self._item is not None and any(value in (v.lower() for v in vs) for vs in self._item.options.values()):
-            name = next(n for n, vs in self._item.options.items() if value in (v.lower() for v in vs))
-            memory.chosen[name] = value
-        else:  # a product link
+        if self._page == "item" and self._item is not None:
+            option = next((n for n, vs in self._item.options.items() if value in (v.lower() for v in vs)), None)
+            if option is not None:
+                memory.chosen[option] = value
+            elif value in (PREV_PAGE.lower(), BACK_TO_SEARCH.lower()):  # the original forgets the options
+                memory.chosen = {}
+        elif self._page == "results" and value not in _BUTTONS:  # a product link
             memory.opened.append(value)
             memory.chosen = {}
 
     def _decide(self, observation: str, want: Want, admissible: list[str],
                 clickable: set[str]) -> tuple[str, str]:
-        searches = [a for a in admissible if a.startswith("search[")]
-        if searches:
-            return searches[0], "I search for the instruction's words without the price clause."
         if SEP not in observation and "\n" in observation:
             raise ValueError("the WebShop teacher reads observation_mode='text' pages (strings joined by ' [SEP] ')")
+        searches = [a for a in admissible if a.startswith("search[")]
+        if searches:
+            self._page = "search"
+            return searches[0], "I search for the instruction's words without the price clause."
         parts = [p.strip() for p in observation.split(SEP) if p.strip()]
         if any(_RESULTS.match(p) for p in parts):
-            self._item = None
+            self._page = "results"
             return self._results(parts, want, clickable)
         item = parse_item(parts, clickable)
         if item is not None:
-            self._item = item
+            self._page, self._item = "item", item
             return self._item_page(item, want, clickable)
+        self._page = "other"
         if PREV_PAGE.lower() in clickable:  # a Description/Features/Reviews page
             return f"click[{PREV_PAGE.lower()}]", "I have read this; back to the item page."
         return f"click[{BACK_TO_SEARCH.lower()}]", "This page shows nothing to buy; I go back to the search page."
