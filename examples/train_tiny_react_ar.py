@@ -9,6 +9,7 @@ line) and reports the win rate, beside the expert's and a random agent's on the 
     python examples/train_tiny_react_ar.py --out runs/react_ar
 
 Smoke test: --out {tmp}/react --episodes 4 --steps 4 --eval-episodes 1 --max-episode-steps 2 --hidden-size 32
+Smoke expects: train ar step 4/4
 """
 
 import argparse
@@ -34,7 +35,7 @@ parser.add_argument("--steps", type=int, default=2000)
 parser.add_argument("--hidden-size", type=int, default=64)
 parser.add_argument("--eval-episodes", type=int, default=100, help="unseen seeds 10_000.. to play")
 parser.add_argument("--max-episode-steps", type=int, default=None, help="cap on moves per played episode (default: the env's limit)")
-parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared machine)")
 args = parser.parse_args()
 out = Path(args.out)
 env = gym.make(args.env_id)

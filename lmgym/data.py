@@ -9,8 +9,10 @@ files come from; an env never silently loads zero tasks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -80,6 +82,21 @@ def find_data(
         f"Official files: {source}",
         family, files=(*required, *optional),
     )
+
+
+@contextlib.contextmanager
+def exit_if_data_missing() -> Iterator[None]:
+    """For scripts: a `DataNotFoundError` inside ends the program with one line on stderr
+    (exit status 1) instead of a traceback.
+
+    >>> with exit_if_data_missing():
+    ...     env = gym.make("lmgym/ALFWorld-v0")
+    """
+    try:
+        yield
+    except DataNotFoundError as error:
+        raise SystemExit(f"{error.summary} This needs the real data: set LMGYM_DATA to a folder holding "
+                         f"{error.family}/ (the README's Data section).") from None
 
 
 def cache_dir() -> Path:
