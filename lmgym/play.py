@@ -243,7 +243,7 @@ def play(env_id: str, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
         while True:
             actions = display_order(info)
             if actions != shown:
-                _print_actions(actions, width)
+                print(_actions_text(actions, width))
                 shown = actions
             if limit and steps == limit - 1:
                 print("Last step: the episode ends after this action.")
@@ -255,19 +255,9 @@ def play(env_id: str, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
             if not line:
                 continue
             if line.startswith(":") and line not in info["admissible_actions"]:
-                command = line.lower()
-                if command in QUIT:
+                if line.lower() in QUIT:
                     return _leave(steps, limit, total)
-                if command == ":help":
-                    print(_help())
-                elif command == ":hint":
-                    print(wrap(_hint(info), width))
-                elif command == ":actions":
-                    _print_actions(actions, width)
-                elif command == ":task":
-                    print(wrap(f"Task: {info['task']}", width))
-                else:
-                    print(f"Unknown command {line}; :help lists the commands.")
+                print(_answer(line, info, actions, width))
                 continue
             if line.isdigit() and line not in info["admissible_actions"]:
                 if not 1 <= int(line) <= len(actions):
@@ -299,12 +289,24 @@ def _made_and_reset(env_id: str, seed: int, env_kwargs: dict[str, Any] | None):
     return env, env.reset(seed=seed)
 
 
-def _print_actions(actions: list[str], width: int) -> None:
+def _answer(command: str, info: dict[str, Any], actions: list[str], width: int) -> str:
+    """What a player command other than :quit prints."""
+    command = command.lower()
+    if command == ":help":
+        return _help()
+    if command == ":hint":
+        return wrap(_hint(info), width)
+    if command == ":actions":
+        return _actions_text(actions, width)
+    if command == ":task":
+        return wrap(f"Task: {info['task']}", width)
+    return f"Unknown command {command}; :help lists the commands."
+
+
+def _actions_text(actions: list[str], width: int) -> str:
     if not actions:
-        print("\n(no list of actions here: type one in the env's grammar)")
-        return
-    print(f"\nActions ({len(actions)}; type one, or its number):")
-    print("\n".join(columns(numbered(actions), width)))
+        return "\n(no list of actions here: type one in the env's grammar)"
+    return f"\nActions ({len(actions)}; type one, or its number):\n" + "\n".join(columns(numbered(actions), width))
 
 
 def _help() -> str:
