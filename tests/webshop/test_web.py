@@ -212,8 +212,9 @@ def test_without_data_the_server_stops_at_start_with_the_data_error(tmp_path):
     result = subprocess.run([sys.executable, "-m", "lmgym", "serve", "webshop", "--port", "0"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0 and "Traceback" not in result.stderr
-    assert result.stderr.startswith("lmgym: error: No webshop data found: LMGYM_DATA -> ")
-    assert "--env-id lmgym/WebShop-Gen-v0 serves a generated shop" in result.stderr
+    first = result.stderr.splitlines()[0]  # the whole error, on one line
+    assert first.startswith("lmgym: error: No webshop data found: LMGYM_DATA -> ")
+    assert "--env-id lmgym/WebShop-Gen-v0 serves a generated shop" in first
 
 
 def test_sessions_beyond_the_limit_drop_the_oldest(client):

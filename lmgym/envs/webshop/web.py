@@ -426,10 +426,9 @@ def main(args: argparse.Namespace) -> int:
                   if value is not None}
     try:
         app = create_app(args.env_id, env_kwargs, args.max_sessions)
-    except DataNotFoundError as error:
-        first, _, rest = str(error).partition("\n")
-        raise DataNotFoundError(f"{first}\n(--env-id {GENERATED_ENV_ID} serves a generated shop that needs no data.)\n"
-                                f"{rest}", error.family, error.files) from None
+    except DataNotFoundError as error:  # one line: what is missing, and the shop that needs no data
+        raise DataNotFoundError(f"{error.summary} (--env-id {GENERATED_ENV_ID} serves a generated shop that needs "
+                                f"no data; the README's Data section shows the layout.)", error.family, error.files) from None
     noun_tagger()  # load spaCy now, not during a visitor's first purchase
     print(f"WebShop ({args.env_id}) on http://{args.host}:{args.port}/  (Ctrl+C stops)")
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
