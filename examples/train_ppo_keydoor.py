@@ -34,7 +34,7 @@ def main() -> None:
     # ---- train: writes progress.csv (rollout/, train/ metrics), learning_curve.csv/.png, model.zip
     result = train(PPOConfig(env_id="lmgym/KeyDoor-v0", steps=args.steps, out=str(out / "train"), quiet=True,
                              progress_every=max(args.steps // 10, 1), eval_episodes=0, checkpoint_every=0))
-    print(f"trained {result['steps']} steps in {result['train_seconds']} s ({result['training_episodes']} episodes)")
+    print(f"trained {result['timesteps']} steps in {result['train_seconds']} s ({result['training_episodes']} episodes)")
 
     # ---- benchmark the trained policy beside random and expert, paired seeds -----------------
     spec = BenchmarkSpec(

@@ -227,7 +227,8 @@ def train(config: PPOConfig) -> dict:
     curve = LearningCurveCallback(out / "learning_curve.csv")
     callbacks: list[BaseCallback] = [curve]
     if config.progress_every:
-        callbacks.append(ProgressLine(config.progress_every, config.steps, curve))
+        rollout = config.n_steps * config.num_envs  # SB3 trains whole rollouts: steps rounded up
+        callbacks.append(ProgressLine(config.progress_every, -(-config.steps // rollout) * rollout, curve))
     if config.checkpoint_every:
         callbacks.append(CheckpointCallback(max(config.checkpoint_every // config.num_envs, 1),
                                             str(out / "checkpoints"), name_prefix="ppo"))
