@@ -14,6 +14,8 @@ episode k), the trained policy beside the random agent on the same games and see
 
     LMGYM_DATA=/path/to/data python examples/train_ppo_alfworld.py --steps 20000 --out runs/ppo-alfworld
 
+Needs data: alfworld
+
 Smoke test: --steps 256 --episodes 2 --out {tmp}/ppo-alfworld
 """
 
@@ -30,6 +32,7 @@ import lmgym  # noqa: F401  registers the ids
 from lmgym.benchmarks.report import summary_markdown
 from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+from lmgym.data import exit_if_data_missing
 from lmgym.training.ppo import PPOConfig, plot_learning_curve, train
 
 TASK_TYPES = ["pick_and_place_simple"]
@@ -51,6 +54,10 @@ parser.add_argument("--out", default="runs/ppo-alfworld")
 def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
+    # Stage 3 and the evaluation play the official games: without them, stop before training.
+    eval_kwargs = {"split": "valid_seen", "task_types": TASK_TYPES}
+    with exit_if_data_missing():
+        games = gym.make("lmgym/ALFWorld-v0", **eval_kwargs).unwrapped.num_tasks
 
     # ---- train: one short run per stage, each from the last one's policy ----------------------
     # 50 slots hold every admissible list seen (at most 39); gamma 0.99 over 50-step episodes.
@@ -60,7 +67,8 @@ def main() -> None:
         config = PPOConfig(env_id=env_id, env_kwargs=json.dumps(env_kwargs), steps=max(int(args.steps * share), 1),
                            max_actions=50, max_tokens=96, n_steps=128, gamma=0.99, ent_coef=0.01,
                            learning_rate=1e-3, init_from=model_path, out=str(stage_out), quiet=True,
-                           eval_episodes=0, checkpoint_every=0)
+                           progress_every=max(args.steps // 20, 1), eval_episodes=0, checkpoint_every=0)
+        print(f"stage {k} ({label}): training {config.steps} steps", flush=True)
         result = train(config)
         print(f"stage {k} ({label}): {result['steps']} steps in {result['train_seconds']} s, "
               f"{result['training_episodes']} episodes")
@@ -73,8 +81,6 @@ def main() -> None:
         model_path = str(stage_out / "model.zip")
 
     # ---- evaluate on valid_seen: every pick_and_place_simple game once, paired agents --------
-    eval_kwargs = {"split": "valid_seen", "task_types": TASK_TYPES}
-    games = gym.make("lmgym/ALFWorld-v0", **eval_kwargs).unwrapped.num_tasks
     spec = BenchmarkSpec(
         id="ppo-alfworld",
         envs=(EnvSpec("lmgym/ALFWorld-v0", eval_kwargs, sweep=True, episodes=min(args.episodes or games, games),

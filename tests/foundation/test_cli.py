@@ -16,38 +16,6 @@ def test_list_prints_every_registered_id(capsys):
         assert env_id in out
 
 
-def test_play_reads_commands_numbers_help_and_hint(capsys):
-    from lmgym.cli import cmd_play, main as _  # noqa: F401
-    import argparse
-
-    script = iter(["help", "hint", "nonsense words", "quit"])
-    args = argparse.Namespace(env_id="lmgym/KeyDoor-v0", seed=0, env_kwargs={})
-    assert cmd_play(args, input_fn=lambda prompt: next(script)) == 0
-    out = capsys.readouterr().out
-    assert "Admissible: [0]" in out and "hint" in out and "I don't understand that." in out
-
-
-def test_play_is_won_by_typing_the_expert_hints(capsys):
-    import argparse
-
-    import gymnasium as gym
-
-    from lmgym.cli import cmd_play
-
-    env = gym.make("lmgym/KeyDoor-v0")
-    _, info = env.reset(seed=3)
-    plan = []
-    while True:
-        plan.append(info["expert_action"])
-        *_, terminated, truncated, info = env.step(plan[-1])
-        if terminated or truncated:
-            break
-    script = iter(plan)
-    args = argparse.Namespace(env_id="lmgym/KeyDoor-v0", seed=3, env_kwargs={})
-    assert cmd_play(args, input_fn=lambda prompt: next(script)) == 0
-    assert "[won] return 1" in capsys.readouterr().out
-
-
 def test_play_ends_cleanly_on_end_of_input():
     result = subprocess.run([sys.executable, "-m", "lmgym", "play", "lmgym/KeyDoor-v0"], input="go north\n",
                             capture_output=True, text=True, timeout=60)

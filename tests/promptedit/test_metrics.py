@@ -105,3 +105,24 @@ def test_canonical_text_ignores_key_order_and_formatting():
     b = json.dumps({"y": ["p", "q"], "x": "1"}, indent=2)
     assert canonical_text(a, parse_record(a)) == canonical_text(b, parse_record(b)) == "x: 1\ny: p\ny: q"
     assert canonical_text("  not json ", None) == "not json"
+
+
+@pytest.mark.parametrize("value", [
+    "a short value",
+    'He said "no" to the ' + "very " * 20 + "long question",
+    "ünïcödé " * 20,
+    ["first answer", "second answer", "third answer", "fourth answer", "fifth answer"],
+    {"question": "What is " + "x" * 80, "answer": "y"},
+])
+def test_feedback_shortens_a_repeated_value_keeping_its_closing_quote_or_bracket(value):
+    from lmgym.envs.promptedit.judge import shorten_json
+
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    shown = shorten_json(text)
+    assert len(shown) <= 60
+    if len(text) <= 60:
+        assert shown == text
+    elif isinstance(value, str):
+        assert json.loads(shown).endswith("...") and shown.endswith('..."')  # still one JSON string
+    else:
+        assert shown.endswith("..." + text[-1])

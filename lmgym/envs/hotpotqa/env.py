@@ -23,6 +23,13 @@ from lmgym.envs.hotpotqa.tools import SearchTools
 CORPORA = ("question", "all")
 SEARCH_MODES = ("page", "passages")
 MAX_LOOKUP_ACTIONS = 5  # admissible lookup[...] actions listed at most
+#: Characters of an invalid action echoed back (WebShop's limit): a megabyte of junk is not worth reading.
+MAX_ECHO = 80
+
+
+def invalid(action: str) -> str:
+    """ReAct's ``Invalid action: <action>``, the action cut at `MAX_ECHO` characters."""
+    return f"Invalid action: {action if len(action) <= MAX_ECHO else action[:MAX_ECHO] + '...'}"
 
 
 class SearchQAEnv(TextEnv):
@@ -81,12 +88,10 @@ class SearchQAEnv(TextEnv):
             return observation, reward, finished, self._info(valid)
 
     def _apply(self, action: str, parsed: tuple[str, str] | None) -> tuple[str, bool]:
-        if parsed is None:
-            return f"Invalid action: {action}", False
+        if parsed is None or (parsed[0] in ("search", "lookup") and not parsed[1].strip()):
+            return invalid(action), False
         verb, argument = parsed
         if verb == "search":
-            if not argument.strip():
-                return f"Invalid action: {action}", False
             outcome = self.engine.search(argument)
             apply_search(self.state, argument, outcome)
             return outcome.observation, True
@@ -110,11 +115,13 @@ class SearchQAEnv(TextEnv):
         with self._lock:
             engine = self.engine
         if not query.strip():
-            return f"Invalid action: search[{query}]"
+            return invalid(f"search[{query}]")
         return engine.search(query).observation
 
     def preview_lookup(self, keyword: str) -> str:
         """What ``step("lookup[keyword]")`` would return from the current state."""
+        if not keyword.strip():
+            return invalid(f"lookup[{keyword}]")
         with self._lock:
             return lookup(self.state, keyword).observation
 
@@ -188,7 +195,8 @@ class HotPotQAEnv(SearchQAEnv):
       (case-insensitive): ``(Result i / N) sentence``, then ``No more results.``.
     * ``think[thought]``: ``Nice thought.``
     * ``finish[answer]``: ends the episode: ``Episode finished, reward = 1`` (or 0).
-    * anything else: ``Invalid action: <action>`` (``action_valid=False``; so is ``search[]``).
+    * anything else: ``Invalid action: <action>`` (``action_valid=False``; so are ``search[]``
+      and ``lookup[]`` with blank arguments), the action cut at 80 characters.
 
     ## Observation Space
     Text: ``Question: <question>`` after reset, then the feedback of the last action.
