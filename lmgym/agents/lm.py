@@ -73,6 +73,7 @@ class _Model:
     instructions: bool
     show_actions: bool | None
     max_prompt_tokens: int
+    max_new_tokens: int | None
 
     @classmethod
     def build(cls, backend: TextBackend, trained: dict[str, Any], overrides: dict[str, Any]) -> "_Model":
@@ -82,7 +83,8 @@ class _Model:
         context = getattr(backend, "max_context", None)
         return cls(backend, pick("few_shot", 0 if trained else None), pick("instructions", True),
                    pick("show_actions", None),
-                   pick("max_prompt_tokens", min(4096, context - 128) if context else 4096))
+                   pick("max_prompt_tokens", min(4096, context - 128) if context else 4096),
+                   trained.get("max_new_tokens"))
 
 
 @dataclass
@@ -135,7 +137,8 @@ class LMAgent(Agent):
         instructions: state the task format and grammar in a system message (None: as trained, or True).
         history: ``"tokens"`` or ``"turns"``; max_prompt_tokens: the transcript's budget (None:
             what the backend's context leaves, at most 4096); history_turns: turns kept for "turns".
-        max_new_tokens: per turn (None: the family's). temperature, top_p: sampling (0: greedy).
+        max_new_tokens: per turn (None: a trained checkpoint's answer length, else the family's).
+        temperature, top_p: sampling (0: greedy).
         snap, snap_cutoff: snap actions to the admissible list (None: the family's choice).
         show_actions: list the admissible actions under each observation (None: the family's).
         demonstrations: ``"family"`` (the family's demonstrator on training tasks) or, for
@@ -242,7 +245,7 @@ class LMAgent(Agent):
         for model in {id(s.model): s.model for s in states}.values():  # one call per model
             rows = [i for i, s in enumerate(states) if s.model is model]
             group = [states[i] for i in rows]
-            max_new = self.max_new_tokens or max(s.prompt.max_new_tokens for s in group)
+            max_new = self.max_new_tokens or model.max_new_tokens or max(s.prompt.max_new_tokens for s in group)
             params = SamplingParams(max_new_tokens=max_new, temperature=self.temperature, top_p=self.top_p,
                                     stop=("\nObservation:",))
             seeds = [int(s.rng.integers(2**31)) if s.seed is not None else None for s in group]

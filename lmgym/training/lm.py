@@ -336,7 +336,8 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     meta = {"kind": cfg.objective, "mask_token_id": mask_id, "base_model": base, "train_config": asdict(cfg),
             "max_prompt_tokens": cfg.max_prompt_tokens, "max_answer_tokens": cfg.max_answer_tokens,
             "pairs": len(examples), "dropped_for_length": dropped, "parameters": total, "trainable_parameters": trainable,
-            "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False} if episodes else None}
+            "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False, "max_new_tokens": cfg.max_answer_tokens}
+            if episodes else None}
 
     def save(step: int) -> None:
         save_checkpoint(checkpoint, model, tokenizer, {**meta, "step": step}, optimizer)

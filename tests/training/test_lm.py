@@ -132,7 +132,8 @@ def test_rollout_files_train_on_their_transcripts_and_record_the_prompt(tmp_path
         metrics = train(config(path, tmp_path / objective, objective=objective, steps=2, log_every=1, max_answer_tokens=64))
         assert metrics["train/step"] == 2 and {"train/loss", "train/lr", "train/grad_norm"} <= set(metrics)
         meta = load_checkpoint(tmp_path / objective / "checkpoint")[2]
-        assert meta["react_prompt"] == {"instructions": False, "few_shot": 0, "show_actions": False, "max_prompt_tokens": 16}
+        assert meta["react_prompt"] == {"instructions": False, "few_shot": 0, "show_actions": False, "max_prompt_tokens": 16,
+                                       "max_new_tokens": 64}
 
 
 def test_bad_rows_and_lora_without_a_base_are_clear_errors(tmp_path):
