@@ -30,6 +30,7 @@ import lmgym  # noqa: F401  registers the ids
 from lmgym.benchmarks.report import summary_markdown
 from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+from lmgym.envs.sb3_wrappers import admissible_slots
 from lmgym.training.ppo import PPOConfig, plot_learning_curve, train
 
 TASK_TYPES = ["pick_and_place_simple"]
@@ -53,16 +54,21 @@ def main() -> None:
     out = Path(args.out)
 
     # ---- train: one short run per stage, each from the last one's policy ----------------------
-    # 50 slots hold every admissible list seen (at most 39); gamma 0.99 over 50-step episodes.
+    # One encoder for every stage and the evaluation: as many action slots as the largest
+    # admissible list any of their games can show, so no action is unplayable.
+    eval_kwargs = {"split": "valid_seen", "task_types": TASK_TYPES}
+    slots = max(admissible_slots(gym.make(env_id, **env_kwargs))
+                for _, env_id, env_kwargs, _ in CURRICULUM + [("eval", "lmgym/ALFWorld-v0", eval_kwargs, 0)])
+    # gamma 0.99 over 50-step episodes.
     curve, stages, offset, model_path = [], [], 0, None
     for k, (label, env_id, env_kwargs, share) in enumerate(CURRICULUM):
         stage_out = out / f"stage{k}"
         config = PPOConfig(env_id=env_id, env_kwargs=json.dumps(env_kwargs), steps=max(int(args.steps * share), 1),
-                           max_actions=50, max_tokens=96, n_steps=128, gamma=0.99, ent_coef=0.01,
+                           max_actions=slots, max_tokens=96, n_steps=128, gamma=0.99, ent_coef=0.01,
                            learning_rate=1e-3, init_from=model_path, out=str(stage_out), quiet=True,
                            eval_episodes=0, checkpoint_every=0)
         result = train(config)
-        print(f"stage {k} ({label}): {result['steps']} steps in {result['train_seconds']} s, "
+        print(f"stage {k} ({label}): {slots} action slots, {result['steps']} steps in {result['train_seconds']} s, "
               f"{result['training_episodes']} episodes")
         with open(stage_out / "learning_curve.csv") as f:
             rows = [{**r, "timestep": int(r["timestep"]) + offset, "won": r["won"] == "True"}
@@ -73,7 +79,6 @@ def main() -> None:
         model_path = str(stage_out / "model.zip")
 
     # ---- evaluate on valid_seen: every pick_and_place_simple game once, paired agents --------
-    eval_kwargs = {"split": "valid_seen", "task_types": TASK_TYPES}
     games = gym.make("lmgym/ALFWorld-v0", **eval_kwargs).unwrapped.num_tasks
     spec = BenchmarkSpec(
         id="ppo-alfworld",

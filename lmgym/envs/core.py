@@ -88,6 +88,13 @@ class TextEnv(gym.Env[str, str]):
     def num_tasks(self) -> int | None:
         return None
 
+    @property
+    def max_admissible_actions(self) -> int | None:
+        """An upper bound on ``len(info["admissible_actions"])`` over every state of every task
+        this env plays, or None where the env cannot bound it. `AdmissibleActions` sizes its
+        ``Discrete`` action space by it, so no admissible action is unreachable."""
+        return None
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         raise NotImplementedError
 

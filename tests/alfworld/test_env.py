@@ -97,3 +97,31 @@ def test_missing_data_names_both_variables_and_the_layout(monkeypatch, tmp_path)
     message = str(error.value)
     assert "LMGYM_DATA" in message and "ALFWORLD_DATA" in message
     assert "json_2.1.1/{train,valid_seen,valid_unseen}" in message and "game.tw-pddl" in message
+
+
+def test_sb3_slots_make_every_expert_action_playable(alfworld_games):
+    # With 16 fixed slots, 32 of the 77 expert actions of these 20 games sat past the cut.
+    import numpy as np
+
+    from lmgym.envs.sb3_wrappers import AdmissibleActions
+
+    env = AdmissibleActions(gym.make("lmgym/ALFWorld-v0", split="valid_seen"))
+    rng = np.random.default_rng(0)
+    longest = 0
+    for k in range(20):
+        _, info = env.reset(seed=k, options={"task_index": k})
+        while True:  # the expert's walk, each action played by its slot index
+            index = info["admissible_actions"].index(info["expert_action"])
+            assert index < env.action_space.n and env.action_masks()[index]
+            _, _, terminated, truncated, info = env.step(index)
+            if terminated or truncated:
+                break
+        assert info["won"]
+        _, info = env.reset(seed=k, options={"task_index": k})
+        for _ in range(50):  # a random walk: the bound holds in states the expert never visits
+            longest = max(longest, len(info["admissible_actions"]))
+            assert info["admissible_truncated"] == 0
+            _, _, terminated, truncated, info = env.step(int(rng.integers(len(info["admissible_actions"]))))
+            if terminated or truncated:
+                break
+    assert 16 < longest <= env.action_space.n

@@ -123,6 +123,14 @@ class ALFWorldEnv(TextEnv):
     def num_tasks(self) -> int | None:
         return len(self.game_files) or None
 
+    @property
+    def max_admissible_actions(self) -> int:
+        """The largest `admissible_bound` over this env's games (computed once: it parses each game)."""
+        if getattr(self, "_max_admissible", None) is None:
+            self._max_admissible = max(NativeEngine(load_game(p).data).world.max_admissible_commands
+                                       for p in self.game_files)
+        return self._max_admissible
+
     def _select_game(self, options: dict[str, Any]) -> Game:
         """The game of this episode (seeded draw or ``options["task_index"]``)."""
         return load_game(self.game_files[self.choose_task_index(options)])

@@ -141,6 +141,10 @@ class PromptEditEnv(TextEnv):
         self.__dict__.update(state)
 
     # -- the MDP -----------------------------------------------------------------------------
+    @property
+    def max_admissible_actions(self) -> int:
+        return len(self.library)  # one command per library entry at most
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.prompt = self.task.initial_prompt
         self._judge_prompt()

@@ -9,7 +9,7 @@ from lmgym.envs.core import TextEnv
 from lmgym.envs.webshop.catalog import Catalog, load_catalog
 from lmgym.envs.webshop.expert import expert_step, instruction_query
 from lmgym.envs.webshop.goals import GOAL_SOURCES, goals_for, split_range
-from lmgym.envs.webshop.pages import OBSERVATION_MODES, WebShopSession
+from lmgym.envs.webshop.pages import OBSERVATION_MODES, PRODUCT_WINDOW, SUB_PAGES, WebShopSession
 from lmgym.envs.webshop.search import index_for
 
 _ACTION = re.compile(r"^\s*(search|click)\[(.*)\]\s*$", re.DOTALL)
@@ -129,6 +129,13 @@ class WebShopEnv(TextEnv):
     @property
     def num_tasks(self) -> int:
         return len(self.task_indices)
+
+    @property
+    def max_admissible_actions(self) -> int:
+        """A results page (a product window, back, prev, next) or an item page (every option
+        value of the product with the most, the sub-pages, buy, back, prev), whichever is larger."""
+        values = max((sum(len(v) for v in p["options"].values()) for p in self.catalog.products), default=0)
+        return max(PRODUCT_WINDOW + 3, values + len(SUB_PAGES) + 3)
 
     # -- the episode ------------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
