@@ -77,12 +77,15 @@ def _canonical(info: dict[str, Any]) -> str:
 def transcript(env_id: str, seed: int, steps: int = 20, action_seed: int | None = None, **kwargs: Any) -> list[str]:
     """Observations, rewards, flags and info of `steps` seeded random admissible actions.
 
-    The action choice uses its own generator seeded with `action_seed` (default: `seed`), so the
-    transcript is a pure function of (env, seed). Resets (with seed + 1000 * k) continue the
+    The action choice uses its own generator seeded with `action_seed` (default: the agent seed of
+    `seed`, `lmgym.agents.runner.agent_seed`, as every runner does), so the transcript is a pure
+    function of (env, seed). Resets (with seed + 1000 * k) continue the
     walk after an episode ends.
     """
+    from lmgym.agents.runner import agent_seed
+
     env = gym.make(env_id, **kwargs)
-    rng = np.random.default_rng(seed if action_seed is None else action_seed)
+    rng = np.random.default_rng(agent_seed(seed) if action_seed is None else action_seed)
     observation, info = env.reset(seed=seed)
     lines = [observation, _canonical(info)]
     episode = 0
