@@ -4,7 +4,7 @@
     lmgym play ID [--seed S]                    play an env in the terminal
     lmgym rollout ID --agent expert --episodes N --out FILE
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
-    lmgym train ppo|lm|mdlm ...                 trainers (lmgym.training)
+    lmgym train ppo|lm ...                      trainers (lmgym.training; MDLMs: lm --objective mdlm)
     lmgym serve webshop ...                     WebShop as a web page
 
 Subcommands that need heavy packages import them only when run.
@@ -19,16 +19,35 @@ import os
 import sys
 from typing import Callable, Sequence
 
+class InputError(Exception):
+    """Something the user named cannot be used (an env id, its kwargs, an agent, a file)."""
+
+
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from gymnasium.error import Error as GymError
+    from gymnasium.error import DeprecatedEnv, UnregisteredEnv
 
     from lmgym.data import DataNotFoundError
 
-    return (GymError, DataNotFoundError, FileNotFoundError, ValueError, KeyError)
+    return (InputError, DataNotFoundError, UnregisteredEnv, DeprecatedEnv)
 
 
-#: Errors that come from what the user asked for: shown as one line, not a traceback.
+#: Errors that come from what the user asked for: shown as one line, not a traceback. Any
+#: other exception is a bug in lmgym (or in the user's own agent or env) and keeps its traceback.
 USER_ERRORS = _user_errors()
+
+#: What building a named thing raises when the name or its arguments are wrong.
+_RESOLUTION_ERRORS = (ValueError, KeyError, TypeError, ImportError, AttributeError, FileNotFoundError)
+
+
+def resolve(what: str, build: Callable, *args, **kwargs):
+    """``build(*args, **kwargs)``, with a bad name or argument turned into an `InputError` naming `what`."""
+    try:
+        return build(*args, **kwargs)
+    except USER_ERRORS:
+        raise
+    except _RESOLUTION_ERRORS as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        raise InputError(f"{what}: {message}") from error
 
 #: `lmgym train NAME ...` runs `main(argv)` of these modules (each a CleanRL-style script).
 TRAINERS = {
@@ -51,8 +70,7 @@ def _json_kwargs(text: str) -> dict:
 
 # -- list ----------------------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
-    from lmgym.envs.registry import ENVS
-    from lmgym.testing import unavailable_reason
+    from lmgym.envs.registry import ENVS, unavailable_reason
 
     width = max(len(i) for i in ENVS)
     for env_id, entry in sorted(ENVS.items()):
@@ -72,7 +90,7 @@ PLAY_HELP = """Type an action in the env's grammar, or the number of an admissib
 def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input) -> int:
     import gymnasium as gym
 
-    env = gym.make(args.env_id, **args.env_kwargs)
+    env = resolve(args.env_id, gym.make, args.env_id, **args.env_kwargs)
     observation, info = env.reset(seed=args.seed)
     print(f"Task: {info['task']}\n\n{observation}")
     total = 0.0
@@ -113,8 +131,8 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from lmgym.agents.runner import run_episode
     from lmgym.rollouts import write_episode
 
-    env = gym.make(args.env_id, **args.env_kwargs)
-    agent = make_agent(args.agent)
+    env = resolve(args.env_id, gym.make, args.env_id, **args.env_kwargs)
+    agent = resolve("--agent", make_agent, args.agent)
     won = 0
     bar = tqdm(range(args.episodes), desc=f"{args.agent} on {args.env_id}", disable=args.quiet or None)
     for k in bar:

@@ -40,9 +40,15 @@ def all_jobs(spec: BenchmarkSpec) -> list[Job]:
             for a, agent in enumerate(spec.agents) if spec.plays(env, agent)]
 
 
-def _final_score(info_json: str) -> float | None:
-    score = json.loads(info_json).get("score")
-    return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+#: Task metrics a row copies from the episode's last info, where the env reports them:
+#: ``score`` (WebShop's purchase reward, HotPotQA's F1, PromptEdit's reward) and HotPotQA's ``em``, ``f1``.
+SCORE_KEYS = ("score", "em", "f1")
+
+
+def _final_scores(info_json: str) -> dict[str, float | None]:
+    info = json.loads(info_json)
+    return {key: float(info[key]) if isinstance(info.get(key), (int, float)) and not isinstance(info.get(key), bool)
+            else None for key in SCORE_KEYS}
 
 
 class EpisodeWorker:
@@ -65,7 +71,11 @@ class EpisodeWorker:
         return self._agents[index]
 
     def run(self, job: Job) -> dict[str, Any]:
-        """Play one episode; an env or agent failure becomes a row with ``error`` set."""
+        """Play one episode; an env or agent failure becomes a row with ``error`` set.
+
+        ``seconds`` is the episode alone: making the env and the agent (data loading, models)
+        happens before the clock starts, once per worker.
+        """
         env_spec, agent_spec = self.spec.envs[job.env], self.spec.agents[job.agent]
         seed = self.spec.seed(job.episode)
         row: dict[str, Any] = {
@@ -75,12 +85,14 @@ class EpisodeWorker:
         }
         start = time.perf_counter()
         try:
+            env, agent = self._env(job.env), self._agent(job.agent)
+            start = time.perf_counter()
             options = {"task_index": job.episode} if env_spec.sweep else None
-            episode = run_episode(self._env(job.env), self._agent(job.agent), seed=seed, env_id=env_spec.id,
-                                  options=options)
+            episode = run_episode(env, agent, seed=seed, env_id=env_spec.id, options=options)
         except Exception as error:  # a broken env/agent is a result to report, not a crashed run
             row.update({"task": "", "return": 0.0, "won": False, "steps": 0, "invalid_actions": 0,
-                        "truncated": False, "prompt_tokens": 0, "completion_tokens": 0, "score": None,
+                        "truncated": False, "prompt_tokens": 0, "completion_tokens": 0,
+                        **dict.fromkeys(SCORE_KEYS),
                         "error": f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-3)}"})
         else:
             last = episode.steps[-1]
@@ -89,7 +101,7 @@ class EpisodeWorker:
                 "invalid_actions": episode.invalid_actions, "truncated": last.truncated,
                 "prompt_tokens": sum(s.prompt_tokens for s in episode.steps),
                 "completion_tokens": sum(s.completion_tokens for s in episode.steps),
-                "score": _final_score(last.info_json), "error": None,
+                **_final_scores(last.info_json), "error": None,
             })
         row["seconds"] = round(time.perf_counter() - start, 6)
         return row

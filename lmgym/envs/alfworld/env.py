@@ -163,8 +163,6 @@ class ALFWorldEnv(TextEnv):
         return self._official
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        if self._native is None:
-            raise RuntimeError("call reset() before step()")
         command, used_alias = self.translate_legacy(action, self._last.admissible_commands)
         result = self._native.step(command)
         if self.engine == "textworld":

@@ -149,6 +149,7 @@ class SearchQAEnv(TextEnv):
             "f1": f1,
             "precision": precision,
             "recall": recall,
+            "score": f1,
         }
         if answer is not None:
             info["gold_answer"] = question.answer
@@ -197,8 +198,8 @@ class HotPotQAEnv(SearchQAEnv):
     The common keys (`lmgym.envs.core.INFO_KEYS`), ``expert_action`` and ``expert_reasoning``
     (`lmgym.envs.hotpotqa.expert`), ``question_id``, ``question_type`` (bridge/comparison),
     ``answer`` (the submitted answer, None before finish), ``em``, ``f1``, ``precision``,
-    ``recall`` (official HotPotQA scores of ``answer``, 0 before finish) and, after finish,
-    ``gold_answer``.
+    ``recall`` (official HotPotQA scores of ``answer``, 0 before finish), ``score`` (= ``f1``,
+    what the benchmark runner's score column averages) and, after finish, ``gold_answer``.
 
     ``admissible_actions`` (what RandomAgent and SB3 choose from): ``search[T]`` for every
     known title T (the question's paragraph titles with ``corpus="question"``; with

@@ -45,7 +45,8 @@ class WebShopEnv(TextEnv):
     (any keywords are allowed there). Also ``page`` (search, search_results, item_page,
     item_sub_page, done), ``has_search_bar``, ``clickables`` (the original's
     ``get_available_actions()`` order), ``goal_index``, ``expert_action`` and
-    ``expert_reasoning`` (`lmgym.envs.webshop.expert`) until the purchase, and after
+    ``expert_reasoning`` (`lmgym.envs.webshop.expert`) until the purchase, ``score`` (the
+    purchase reward in [0, 1], 0 until a purchase: WebShop's score is its mean x 100), and after
     ``click[buy now]``: ``reward_info`` (the reward's breakdown) and ``purchased`` (asin,
     options, price).
 
@@ -147,8 +148,6 @@ class WebShopEnv(TextEnv):
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         session = self.session
-        if session is None:
-            raise RuntimeError("call reset() before step()")
         if session.done:
             return self._invalid("the purchase is made; reset to shop again"), 0.0, True, self._info(action_valid=False)
         match = _ACTION.match(action)
@@ -204,6 +203,7 @@ class WebShopEnv(TextEnv):
             "has_search_bar": session.has_search_bar,
             "clickables": clickables,
             "goal_index": int(self.goal_index),
+            "score": float(session.purchase.get("reward", 0.0)) if session.purchase else 0.0,
         }
         step = expert_step(session)
         if step is not None:

@@ -112,6 +112,10 @@ class ALFWorldGenEnv(ALFWorldEnv):
         return None  # unlimited: task_index k is generator seed k
 
     @property
+    def task_index_range(self) -> int:
+        return SEED_RANGE
+
+    @property
     def max_admissible_actions(self) -> int:
         """`admissible_bound` over every room of the split under these knobs (games are unlimited,
         so the bound comes from the rooms and the object count, not from the games)."""
@@ -125,7 +129,7 @@ class ALFWorldGenEnv(ALFWorldEnv):
 
     def _select_game(self, options: dict[str, Any]) -> Game:
         if "task_index" in options:
-            seed = int(options["task_index"]) % SEED_RANGE
+            seed = int(options["task_index"])
         else:
             seed = int(self.np_random.integers(SEED_RANGE))
         household = cached_game(seed, self.knobs)
