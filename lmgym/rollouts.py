@@ -49,6 +49,64 @@ def format_completion(reasoning: str, action: str) -> tuple[str, list[Span]]:
 
 
 @dataclass
+class ParsedCompletion:
+    reasoning: str
+    action: str  # the text after the first "Action:" (the whole last line when there is none)
+    spans: list[Span]
+    has_action: bool  # False: the completion breaks the Thought/Action format
+    turn_end: int  # characters of the text that make up the turn
+
+
+def parse_completion(text: str) -> ParsedCompletion:
+    """Read a model's ReAct turn: the reasoning after ``Thought:`` and the action on the first
+    ``Action:`` line (prefixes matched case-insensitively), with their character spans.
+
+    ``turn_end`` is where that action line ends: what a model writes after it (another
+    thought, an imagined observation) is not part of its turn.
+
+    A completion without an ``Action:`` line is a format error; its last non-empty line is
+    taken as the action (models often answer with the bare command), and the span says so.
+    """
+    lower = text.lower()
+    marker = lower.find(ACTION_PREFIX.strip().lower())
+    if marker >= 0:
+        start = marker + len(ACTION_PREFIX.strip())
+        line_end = text.find("\n", start)
+        end = turn_end = len(text) if line_end < 0 else line_end
+        while start < end and text[start] in " >":  # "Action: > go to desk 1" (ReAct's ALFWorld style)
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        has_action, head = True, text[:marker]
+    else:
+        lines = [(m, m + len(line)) for m, line in _line_starts(text) if line.strip()]
+        start, end = lines[-1] if lines else (0, 0)
+        turn_end = len(text)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        has_action, head = False, text[:start]
+    spans = []
+    thought = head.lower().find(REASON_PREFIX.strip().lower())
+    r_start = thought + len(REASON_PREFIX.strip()) if thought >= 0 else 0
+    r_end = len(head.rstrip())
+    while r_start < r_end and head[r_start].isspace():
+        r_start += 1
+    if r_end > r_start:
+        spans.append(Span("reason", r_start, r_end))
+    spans.append(Span("act", start, end))
+    return ParsedCompletion(text[r_start:r_end] if r_end > r_start else "", text[start:end], spans, has_action, turn_end)
+
+
+def _line_starts(text: str):
+    offset = 0
+    for line in text.split("\n"):
+        yield offset, line
+        offset += len(line) + 1
+
+
+@dataclass
 class Step:
     observation: str
     action: str
@@ -64,6 +122,9 @@ class Step:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    #: What the agent recorded beside its decision (format errors, snapping, cache hits, tool
+    #: timings, ...), as JSON text so every row has the same columns.
+    agent_json: str = "{}"
 
 
 @dataclass
@@ -76,6 +137,8 @@ class Episode:
     #: Text of the observation after the last step (what the agent would read next).
     final_observation: str = ""
     env_kwargs_json: str = "{}"
+    #: Wall-clock seconds from reset to the end of the episode.
+    seconds: float = 0.0
 
     @property
     def return_(self) -> float:
@@ -102,7 +165,8 @@ class Episode:
     @classmethod
     def from_dict(cls, row: dict[str, Any]) -> "Episode":
         steps = [Step(**{**s, "spans": [Span(**sp) for sp in s.get("spans", [])]}) for s in row["steps"]]
-        fields = {k: row[k] for k in ("env_id", "seed", "task", "agent", "final_observation", "env_kwargs_json") if k in row}
+        fields = {k: row[k] for k in ("env_id", "seed", "task", "agent", "final_observation", "env_kwargs_json", "seconds")
+                  if k in row}
         return cls(steps=steps, **fields)
 
 

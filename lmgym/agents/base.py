@@ -3,6 +3,11 @@
 ``act(observation, info) -> str`` is all a benchmark needs; ``decide`` returns a `Decision`
 with the reasoning text, the [REASON]/[ACT] spans of the completion, token counts and the
 seconds spent, which rollouts record for distillation and for cost tables.
+
+An agent that can play several episodes at once with one model call per step (a language
+model batching its prompts) says so with ``max_slots > 1`` and implements `reset_slot` and
+`decide_slots`; `lmgym.agents.runner.run_episodes` then keeps that many episodes in lockstep.
+Every other agent plays one episode at a time through the same two methods.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ class Decision:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    #: Anything else worth keeping in the rollout (``Step.agent_json``): format errors, how an
+    #: action was snapped, cached prompt tokens, tool timings, ...
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.completion:
@@ -54,6 +62,22 @@ class Agent(ABC):
 
     def act(self, observation: str, info: dict[str, Any]) -> str:
         return self.decide(observation, info).action
+
+    #: Episodes this agent can play at once (one model call per step for all of them).
+    max_slots: int = 1
+
+    def reset_slot(self, slot: int, *, seed: int | None = None, env_id: str | None = None) -> None:
+        """Start an episode in `slot` (0 <= slot < max_slots); one slot is `reset`."""
+        if slot != 0:
+            raise ValueError(f"{type(self).__name__} plays one episode at a time (slot {slot} asked)")
+        self.reset(seed=seed, env_id=env_id)
+
+    def decide_slots(self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]) -> list[Decision]:
+        """One `Decision` per live slot, in order; one slot is `decide`."""
+        return [self.decide(observation, info) for observation, info in zip(observations, infos)]
+
+    def close(self) -> None:
+        """Release models and connections."""
 
 
 class RandomAgent(Agent):

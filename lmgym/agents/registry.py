@@ -16,6 +16,7 @@ AGENTS: dict[str, str] = {
     "random": "lmgym.agents.base:RandomAgent",
     "expert": "lmgym.agents.base:ExpertAgent",
     "ppo": "lmgym.agents.ppo_agent:PPOAgent",
+    "lm": "lmgym.agents.lm:LMAgent",
 }
 
 

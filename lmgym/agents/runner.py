@@ -1,9 +1,12 @@
-"""Run an agent in an env for one episode and record it in the rollout format."""
+"""Run an agent in an env and record its episodes in the rollout format, one or many at a time."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -41,25 +44,71 @@ def run_episode(
     `max_steps` is a safety net for unwrapped envs; registered envs end through their
     `TimeLimit`. The run is a function of `seed`; the agent's stream is independent of the env's.
     """
-    env_id = env_id or (env.spec.id if env.spec else type(env.unwrapped).__name__)
-    observation, info = env.reset(seed=seed, options=options)
-    agent.reset(seed=agent_seed(seed), env_id=env_id)
-    episode = Episode(env_id=env_id, seed=seed, task=str(info.get("task", "")), agent=agent.name,
-                      env_kwargs_json=json.dumps(env.spec.kwargs if env.spec else {}, sort_keys=True, default=str))
-    while True:
+    [(_, episode)] = run_episodes([env], agent, [seed], env_id=env_id, options=[options], max_steps=max_steps)
+    return episode
+
+
+def run_episodes(
+    envs: Sequence[gym.Env],
+    agent: Agent,
+    seeds: Sequence[int | None],
+    *,
+    env_id: str | None = None,
+    options: Sequence[dict[str, Any] | None] | None = None,
+    max_steps: int | None = None,
+) -> Iterator[tuple[int, Episode]]:
+    """Play episode ``k`` (seed ``seeds[k]``, ``options[k]``) for every k, several at once.
+
+    ``min(len(envs), agent.max_slots)`` episodes run in lockstep, one env each: every step the
+    agent decides for all live episodes in one call (`Agent.decide_slots`, a batched model call
+    for LM agents), and a finished episode's slot starts the next pending one. Yields
+    ``(k, episode)`` as episodes finish (not in order). Each episode is the same function of its
+    seed as `run_episode` makes it, whatever runs beside it (up to a batched model's numerics).
+    """
+    slots = max(1, min(len(envs), agent.max_slots))
+    env_id = env_id or (envs[0].spec.id if envs[0].spec else type(envs[0].unwrapped).__name__)
+    options = list(options) if options is not None else [None] * len(seeds)
+    pending = deque(range(len(seeds)))
+    live: dict[int, _Live] = {}
+    while pending or live:
+        for slot in range(slots):
+            if slot in live or not pending:
+                continue
+            k = pending.popleft()
+            env = envs[slot]
+            observation, info = env.reset(seed=seeds[k], options=options[k])
+            agent.reset_slot(slot, seed=agent_seed(seeds[k]), env_id=env_id)
+            episode = Episode(env_id=env_id, seed=seeds[k], task=str(info.get("task", "")), agent=agent.name,
+                              env_kwargs_json=json.dumps(env.spec.kwargs if env.spec else {}, sort_keys=True, default=str))
+            live[slot] = _Live(k, episode, observation, info, time.perf_counter())
+        order = sorted(live)
         start = time.perf_counter()
-        decision = agent.decide(observation, info)
-        seconds = decision.seconds or (time.perf_counter() - start)
-        next_observation, reward, terminated, truncated, info = env.step(decision.action)
-        typed, info_json = split_info(info)
-        episode.steps.append(Step(
-            observation=observation, action=decision.action, reward=float(reward),
-            terminated=bool(terminated), truncated=bool(truncated), reasoning=decision.reasoning,
-            completion=decision.completion, spans=list(decision.spans), info_json=info_json,
-            prompt_tokens=decision.prompt_tokens, completion_tokens=decision.completion_tokens,
-            seconds=seconds, **typed,
-        ))
-        observation = next_observation
-        if terminated or truncated or (max_steps is not None and len(episode.steps) >= max_steps):
-            episode.final_observation = observation
-            return episode
+        decisions = agent.decide_slots(order, [live[s].observation for s in order], [live[s].info for s in order])
+        elapsed = time.perf_counter() - start
+        for slot, decision in zip(order, decisions):
+            state = live[slot]
+            next_observation, reward, terminated, truncated, info = envs[slot].step(decision.action)
+            typed, info_json = split_info(info)
+            state.episode.steps.append(Step(
+                observation=state.observation, action=decision.action, reward=float(reward),
+                terminated=bool(terminated), truncated=bool(truncated), reasoning=decision.reasoning,
+                completion=decision.completion, spans=list(decision.spans), info_json=info_json,
+                prompt_tokens=decision.prompt_tokens, completion_tokens=decision.completion_tokens,
+                seconds=decision.seconds or elapsed, agent_json=json.dumps(decision.extra, sort_keys=True, default=str),
+                **typed,
+            ))
+            state.observation, state.info = next_observation, info
+            if terminated or truncated or (max_steps is not None and len(state.episode.steps) >= max_steps):
+                state.episode.final_observation = next_observation
+                state.episode.seconds = time.perf_counter() - state.started
+                del live[slot]
+                yield state.index, state.episode
+
+
+@dataclass
+class _Live:
+    index: int
+    episode: Episode
+    observation: str
+    info: dict[str, Any]
+    started: float

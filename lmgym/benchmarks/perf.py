@@ -32,7 +32,8 @@ from lmgym.benchmarks.backends import InProcessBackend, all_jobs
 from lmgym.benchmarks.backends.processes import ProcessBackend
 from lmgym.benchmarks.report import LOAD_NOTE
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
-from lmgym.benchmarks.suites import family, representative_ids, usable_envs
+from lmgym.benchmarks.suites import representative_ids, usable_envs
+from lmgym.envs.registry import family_of
 from lmgym.io import atomic_write_json, atomic_write_text
 
 REFERENCE_ENV = "lmgym/KeyDoor-v0"
@@ -56,7 +57,7 @@ def env_steps_per_second(env_id: str, budget_s: float) -> dict[str, Any]:
         episodes += 1
     seconds = time.perf_counter() - start
     env.close()
-    return {"env": env_id, "family": family(env_id), "steps": steps, "episodes": episodes,
+    return {"env": env_id, "family": family_of(env_id), "steps": steps, "episodes": episodes,
             "seconds": round(seconds, 3), "steps_per_s": round(steps / seconds, 1)}
 
 

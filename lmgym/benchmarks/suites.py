@@ -24,18 +24,13 @@ import gymnasium as gym
 
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.entrypoints import load_entry_point
-from lmgym.envs.registry import ENVS, unavailable_reason
+from lmgym.envs.registry import ENVS, family_of, unavailable_reason
 
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
 #: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
 EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
-
-
-def family(env_id: str) -> str:
-    """``"lmgym/HotPotQA-Gen-Easy-v0"`` -> ``"HotPotQA"``."""
-    return env_id.split("/", 1)[-1].rsplit("-v", 1)[0].split("-", 1)[0]
 
 
 def missing_requirement(env_id: str) -> str | None:
@@ -81,7 +76,7 @@ def representative_ids() -> list[str]:
     """Per family in registration order: its first id and its first ``-Gen`` id."""
     chosen: dict[str, list[str]] = {}
     for env_id in ENVS:
-        ids = chosen.setdefault(family(env_id), [])
+        ids = chosen.setdefault(family_of(env_id), [])
         is_gen = "-Gen" in env_id
         if not ids or (is_gen and not any("-Gen" in i for i in ids)):
             ids.append(env_id)
@@ -102,7 +97,7 @@ def usable_envs(env_ids: list[str], notes: list[str]) -> list[tuple[str, Probe]]
 
 
 def smoke_suite() -> BenchmarkSpec:
-    envs = tuple(EnvSpec(i) for i in ENVS if family(i) == "KeyDoor")
+    envs = tuple(EnvSpec(i) for i in ENVS if family_of(i) == "KeyDoor")
     return BenchmarkSpec("smoke", envs, AGENTS, episodes=SMOKE_EPISODES)
 
 
@@ -114,7 +109,7 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
 
 def _split_variants(env_id: str) -> list[dict[str, Any]]:
     """Kwargs selecting each evaluation split of `env_id` (``[{}]`` when it has no ``split``)."""
-    splits = EVAL_SPLITS.get(family(env_id))
+    splits = EVAL_SPLITS.get(family_of(env_id))
     entry_point = gym.spec(env_id).entry_point
     if not splits or not isinstance(entry_point, str):
         return [{}]

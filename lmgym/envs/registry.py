@@ -54,6 +54,11 @@ def unavailable_reason(entry: EnvEntry) -> str | None:
     return None
 
 
+def family_of(env_id: str) -> str:
+    """``"lmgym/HotPotQA-Gen-Easy-v0"`` -> ``"HotPotQA"``: the family an id belongs to."""
+    return env_id.split("/", 1)[-1].rsplit("-v", 1)[0].split("-", 1)[0]
+
+
 def register_env(entry: EnvEntry) -> None:
     ENVS[entry.id] = entry
     if entry.id not in gym.registry:

@@ -16,6 +16,7 @@ another must have been built with ``position_offset`` equal to the first one's l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -24,6 +25,14 @@ from transformers import DynamicCache, PreTrainedTokenizerBase
 
 def cache_length(cache: DynamicCache) -> int:
     return cache.get_seq_length()
+
+
+def crop_cache(cache: DynamicCache, length: int) -> None:
+    """Keep the first `length` time steps of `cache`, in place (transformers 5's ``crop`` takes
+    the number of steps to remove, as a negative int)."""
+    remove = cache_length(cache) - length
+    if remove > 0:
+        cache.crop(-remove)
 
 
 def extend(model, cache: DynamicCache, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
@@ -63,8 +72,12 @@ def slice_cache(cache: DynamicCache, start: int, end: int) -> DynamicCache:
     return sliced
 
 
-def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator: torch.Generator | None) -> torch.Tensor:
-    """Next tokens (B,) from last-position logits (B, V)."""
+def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator) -> torch.Tensor:
+    """Next tokens (B,) from last-position logits (B, V).
+
+    ``generator`` is one generator for the batch, or one per row (so a row's sample does not
+    depend on which other rows share its batch).
+    """
     if temperature == 0:
         return logits.argmax(dim=-1)
     probs = torch.softmax(logits.float() / temperature, dim=-1)
@@ -74,48 +87,86 @@ def _sample(logits: torch.Tensor, temperature: float, top_p: float, generator: t
         outside = sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p
         sorted_probs = sorted_probs.masked_fill(outside, 0.0)
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+    if isinstance(generator, (list, tuple)):
+        return torch.cat([torch.multinomial(probs[row:row + 1], 1, generator=g).squeeze(-1)
+                          for row, g in enumerate(generator)])
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-@torch.no_grad()
-def generate_ids(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-                 max_new_tokens: int = 64, temperature: float = 0.0, top_p: float = 1.0,
-                 eos_token_id: int | Sequence[int] | None = None, cache: DynamicCache | None = None,
-                 stop_check=None, generator: torch.Generator | None = None) -> tuple[torch.Tensor, DynamicCache]:
-    """Decode up to ``max_new_tokens`` after a left-padded batch; returns new ids (B, N) and the cache.
+@dataclass
+class GenerationOutput:
+    tokens: torch.Tensor  # (B, N) new ids; finished rows padded with their EOS
+    cache: DynamicCache  # the inputs and every new token but the last
+    lengths: list[int]  # real new tokens per row (up to and including EOS or the stop)
+    logprobs: torch.Tensor | None  # (B, N) log p(token) under the model (temperature 1), if asked
+    cache_mask: torch.Tensor  # (B, cache length): 1 where the cache holds a real token
 
-    The cache holds the prompt and all new tokens but the last. Finished rows are padded with their EOS (or the first of ``eos_token_id``). ``cache``: a
-    cache to continue from (its tokens are all attended; positions continue after it).
-    ``stop_check(row, new_ids) -> bool`` ends a row early (used for stop strings).
+
+@torch.no_grad()
+def generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+             max_new_tokens: int = 64, temperature: float = 0.0, top_p: float = 1.0,
+             eos_token_id: int | Sequence[int] | None = None, cache: DynamicCache | None = None,
+             cache_mask: torch.Tensor | None = None, stop_check=None, generator=None,
+             return_logprobs: bool = False) -> GenerationOutput:
+    """Decode up to ``max_new_tokens`` after a left-padded batch (B, P), continuing ``cache``.
+
+    ``cache`` holds earlier tokens of each row (positions continue after them); ``cache_mask``
+    (B, cache length) marks its real entries, 0 on a row's left padding (None: all real), so
+    rows with cached prefixes of different lengths share one batch. ``stop_check(row, new_ids)
+    -> bool`` ends a row early (stop strings). ``generator``: one for the batch or one per row.
     """
-    batch, prompt_len = input_ids.shape
+    batch = input_ids.shape[0]
+    device = input_ids.device
     cache = cache if cache is not None else DynamicCache()
     past = cache_length(cache)
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
-    full_mask = torch.cat([torch.ones((batch, past), dtype=attention_mask.dtype, device=input_ids.device), attention_mask], dim=1)
-    # left padding: real tokens count positions from 0 (after the cache)
-    positions = (past + attention_mask.long().cumsum(dim=1) - 1).clamp(min=past)  # (B, P)
-    eos_ids = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []), device=input_ids.device)
-    done = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
-    new_tokens = []
+    if cache_mask is None:
+        cache_mask = torch.ones((batch, past), dtype=attention_mask.dtype, device=device)
+    full_mask = torch.cat([cache_mask.to(attention_mask.dtype), attention_mask], dim=1)
+    # real tokens count positions from each row's own cached length; left padding is clamped
+    cached = cache_mask.long().sum(dim=1, keepdim=True)  # (B, 1)
+    positions = (cached + attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)  # (B, P)
+    eos_ids = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []), device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    lengths = [max_new_tokens] * batch
+    new_tokens, new_logprobs = [], []
     logits = model(input_ids, attention_mask=full_mask, cache=cache, use_cache=True, position_ids=positions).logits[:, -1]
     next_position = positions[:, -1:] + 1  # (B, 1)
-    for _ in range(max_new_tokens):
+    for step in range(max_new_tokens):
         token = _sample(logits, temperature, top_p, generator)  # (B,)
+        if return_logprobs:
+            new_logprobs.append(torch.log_softmax(logits.float(), dim=-1).gather(-1, token.unsqueeze(-1)).squeeze(-1))
         if len(eos_ids):
             token = torch.where(done, eos_ids[0], token)
-            done |= torch.isin(token, eos_ids)
         new_tokens.append(token)
+        finished = torch.isin(token, eos_ids) if len(eos_ids) else torch.zeros_like(done)
         if stop_check is not None:
             so_far = torch.stack(new_tokens, dim=1)
-            done |= torch.tensor([bool(done[row]) or stop_check(row, so_far[row]) for row in range(batch)], device=done.device)
+            finished |= torch.tensor([not bool(done[row]) and stop_check(row, so_far[row]) for row in range(batch)],
+                                     device=device)
+        for row in torch.nonzero(finished & ~done).flatten().tolist():
+            lengths[row] = step + 1
+        done |= finished
         if done.all() or len(new_tokens) == max_new_tokens:
             break  # the last token is returned, not encoded
-        full_mask = torch.cat([full_mask, torch.ones((batch, 1), dtype=full_mask.dtype, device=full_mask.device)], dim=1)
+        full_mask = torch.cat([full_mask, torch.ones((batch, 1), dtype=full_mask.dtype, device=device)], dim=1)
         logits = model(token.unsqueeze(1), attention_mask=full_mask, cache=cache, use_cache=True, position_ids=next_position).logits[:, -1]
         next_position = next_position + 1
-    return torch.stack(new_tokens, dim=1), cache
+    tokens = torch.stack(new_tokens, dim=1)
+    return GenerationOutput(tokens=tokens, cache=cache, lengths=[min(n, tokens.shape[1]) for n in lengths],
+                            logprobs=torch.stack(new_logprobs, dim=1) if return_logprobs else None,
+                            cache_mask=full_mask[:, :cache_length(cache)])
+
+
+def generate_ids(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+                 max_new_tokens: int = 64, temperature: float = 0.0, top_p: float = 1.0,
+                 eos_token_id: int | Sequence[int] | None = None, cache: DynamicCache | None = None,
+                 stop_check=None, generator=None) -> tuple[torch.Tensor, DynamicCache]:
+    """`generate` returning only (new ids (B, N), cache): every cached token is attended."""
+    out = generate(model, input_ids, attention_mask, max_new_tokens=max_new_tokens, temperature=temperature,
+                   top_p=top_p, eos_token_id=eos_token_id, cache=cache, stop_check=stop_check, generator=generator)
+    return out.tokens, out.cache
 
 
 def generate_text(model, tokenizer: PreTrainedTokenizerBase, prompts: list[str], *, max_new_tokens: int = 64,

@@ -15,6 +15,12 @@ kinds need:
 
 Byte-level BPE (the GPT-2 / RoBERTa scheme) never meets an unknown character, so any
 observation or JSON record round-trips exactly through ``encode`` and ``decode``.
+
+A tokenizer made here also carries a chat template (`CHAT_TEMPLATE`) that writes a
+conversation in the same layout as a single prompt/answer pair: ``[BOS]``, then every
+system/user message as plain text, every assistant message as ``[SEP] content [EOS]``. So a
+multi-turn ReAct transcript renders exactly as the training layout below, one turn after
+another, and the same agent code drives a tiny model trained here and SmolLM2's own template.
 """
 
 from __future__ import annotations
@@ -27,6 +33,16 @@ from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedToken
 
 PAD, BOS, EOS, SEP, MASK = "<|pad|>", "<|bos|>", "<|eos|>", "<|sep|>", "<|mask|>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, SEP, MASK]
+
+#: The conversation layout of tokenizers made here (Jinja, as Hugging Face chat templates are):
+#: ``[BOS] user text ... [SEP] assistant text [EOS] user text ... [SEP]`` (the last [SEP] is the
+#: generation prompt). Non-assistant messages carry their own line breaks.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] == 'assistant' %}{{ sep_token }}{{ message['content'] }}{{ eos_token }}"
+    "{% else %}{{ message['content'] }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ sep_token }}{% endif %}"
+)
 
 
 def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 1024, min_frequency: int = 2) -> PreTrainedTokenizerFast:
@@ -53,7 +69,7 @@ def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 1024, min_freque
 
 def wrap_tokenizer(bpe: Tokenizer) -> PreTrainedTokenizerFast:
     """A transformers fast tokenizer around a `tokenizers.Tokenizer` holding `SPECIAL_TOKENS`."""
-    return PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe,
         pad_token=PAD,
         bos_token=BOS,
@@ -61,11 +77,24 @@ def wrap_tokenizer(bpe: Tokenizer) -> PreTrainedTokenizerFast:
         sep_token=SEP,
         mask_token=MASK,
     )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 def load_tokenizer(path: str | os.PathLike) -> PreTrainedTokenizerBase:
-    """Load a tokenizer from a local folder (ours or a pretrained model's); never downloads."""
-    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    """Load a tokenizer from a local folder (ours or a pretrained model's); never downloads.
+
+    A tokenizer made here before chat templates were saved with it gets `CHAT_TEMPLATE`.
+    """
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    if tokenizer.chat_template is None and is_lmgym_tokenizer(tokenizer):
+        tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def is_lmgym_tokenizer(tokenizer: PreTrainedTokenizerBase) -> bool:
+    """Whether `tokenizer` has the special tokens of a tokenizer made here."""
+    return tokenizer.sep_token == SEP and tokenizer.bos_token == BOS and tokenizer.eos_token == EOS
 
 
 def ensure_mask_token(tokenizer: PreTrainedTokenizerBase) -> int:
@@ -85,11 +114,13 @@ def ensure_mask_token(tokenizer: PreTrainedTokenizerBase) -> int:
 
 
 def prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str, max_tokens: int) -> list[int]:
-    """``[BOS] prompt [SEP]`` ids, the prompt cut to its first ``max_tokens`` tokens.
+    """``[BOS] prompt [SEP]`` ids, the prompt cut to its last ``max_tokens`` tokens.
 
-    A pretrained tokenizer without BOS or SEP simply goes without them.
+    Cut from the left, as every prompt in lmgym is: the end of a prompt is its newest part
+    (the latest observation of a transcript). A pretrained tokenizer without BOS or SEP simply
+    goes without them.
     """
-    ids = tokenizer.encode(prompt, add_special_tokens=False)[:max_tokens]
+    ids = tokenizer.encode(prompt, add_special_tokens=False)[-max_tokens:] if max_tokens > 0 else []
     bos = [tokenizer.bos_token_id] if tokenizer.bos_token_id is not None else []
     sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
     return bos + ids + sep

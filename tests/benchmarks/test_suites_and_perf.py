@@ -6,7 +6,7 @@ import pytest
 
 from lmgym.benchmarks import perf, suites
 from lmgym.benchmarks.spec import BenchmarkSpec, load_spec, parse_call
-from lmgym.envs.registry import ENVS
+from lmgym.envs.registry import ENVS, family_of
 
 
 def test_default_suite_skips_data_backed_ids_without_lmgym_data(monkeypatch):
@@ -23,7 +23,7 @@ def test_default_suite_skips_data_backed_ids_without_lmgym_data(monkeypatch):
 
 
 def test_family_and_representatives():
-    assert suites.family("lmgym/HotPotQA-Gen-Easy-v0") == "HotPotQA"
+    assert family_of("lmgym/HotPotQA-Gen-Easy-v0") == "HotPotQA"
     ids = suites.representative_ids()
     assert "lmgym/KeyDoor-v0" in ids and "lmgym/KeyDoor-Large-v0" not in ids
     assert len(ids) == len(set(ids))

@@ -31,3 +31,20 @@ class NeverPredictsMask(torch.nn.Module):
         out = self.model(*args, **kwargs)
         out.logits[..., MASK_ID] = -torch.inf
         return out
+
+
+def save_tiny_checkpoint(folder, bidirectional: bool):
+    """A 2-layer model trained for a few seconds on ReAct-style records (so it writes words,
+    not random special tokens), saved as a checkpoint with a tokenizer made here."""
+    import json
+
+    from lmgym.training.lm import LMTrainConfig, train
+
+    records = folder / "records.jsonl"
+    rows = [{"prompt": f"Task: find the key.\nObservation: You are in room {k}. You see a key.\n",
+             "completion": f"Thought: the key is in room {k}.\nAction: take key"} for k in range(8)]
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    train(LMTrainConfig(data=(str(records),), objective="mdlm" if bidirectional else "ar", out=str(folder),
+                        vocab_size=300, hidden_size=32, num_layers=2, num_heads=4, max_prompt_tokens=96,
+                        max_answer_tokens=32, steps=60, batch_size=8, lr=1e-2, warmup=5, quiet=True, log_every=60))
+    return folder / "checkpoint"

@@ -43,13 +43,26 @@ class InProcessBackend(Backend):
         self.worker = EpisodeWorker(spec)
 
     def run(self, jobs: list[Job]) -> Iterator[dict[str, Any]]:
-        for job in jobs:
-            yield self.worker.run(job)
+        for group in group_jobs(jobs, self.worker.slots):
+            yield from self.worker.run_many(group)
 
     def close(self) -> None:
         worker = getattr(self, "worker", None)
         if worker is not None:
             worker.close()
+
+
+def group_jobs(jobs: list[Job], slots) -> Iterator[list[Job]]:
+    """Jobs one by one in the order given, except that all jobs of an (env, agent) pair whose
+    agent plays ``slots(job) > 1`` episodes at once form one group (played last, in lockstep,
+    each slot starting the next episode as soon as its last one ends)."""
+    batched: dict[tuple[int, int], list[Job]] = {}
+    for job in jobs:
+        if slots(job) == 1:
+            yield [job]
+        else:
+            batched.setdefault((job.env, job.agent), []).append(job)
+    yield from batched.values()
 
 
 def make_backend(name: str, *, workers: int = 2, address: str | None = None) -> Backend:

@@ -3,6 +3,10 @@
 An `EpisodeWorker` builds its envs and agents lazily from the spec and keeps them, so a worker
 process or Ray actor pays an env's data loading once. Each job resets the env and the agent
 with the job's seed, so a row does not depend on which worker ran it or what ran before.
+
+An agent that plays several episodes at once (``max_slots > 1``, e.g. ``lm`` with
+``batch_size``) gets its jobs in groups: `run_many` keeps one env per slot and plays the group
+through `lmgym.agents.runner.run_episodes`, one model call per step for every live episode.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import json
 import time
 import traceback
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +23,7 @@ import gymnasium as gym
 import lmgym  # noqa: F401  registers the ids in a fresh worker process
 from lmgym.agents.base import Agent
 from lmgym.agents.registry import make_agent
-from lmgym.agents.runner import run_episode
+from lmgym.agents.runner import run_episode, run_episodes
 from lmgym.benchmarks.spec import BenchmarkSpec
 
 
@@ -55,6 +60,7 @@ class EpisodeWorker:
     def __init__(self, spec: BenchmarkSpec):
         self.spec = spec
         self._envs: dict[int, gym.Env] = {}
+        self._slot_envs: dict[tuple[int, int], gym.Env] = {}
         self._agents: dict[int, Agent] = {}
 
     def _env(self, index: int) -> gym.Env:
@@ -70,43 +76,98 @@ class EpisodeWorker:
             self._agents[index] = make_agent(agent.target, **agent.kwargs)
         return self._agents[index]
 
+    def slots(self, job: Job) -> int:
+        """Episodes the job's agent plays at once."""
+        return max(1, int(getattr(self._agent(job.agent), "max_slots", 1)))
+
+    def _row(self, job: Job) -> dict[str, Any]:
+        env_spec, agent_spec = self.spec.envs[job.env], self.spec.agents[job.agent]
+        return {"key": job_key(self.spec, job), "env": env_spec.name, "env_id": env_spec.id,
+                "agent": agent_spec.name, "episode": job.episode, "seed": self.spec.seed(job.episode),
+                "task_index": job.episode if env_spec.sweep else None}
+
+    def _options(self, job: Job) -> dict[str, Any] | None:
+        return {"task_index": job.episode} if self.spec.envs[job.env].sweep else None
+
+    @staticmethod
+    def _finish(row: dict[str, Any], episode) -> dict[str, Any]:
+        last = episode.steps[-1]
+        row.update({
+            "task": episode.task, "return": episode.return_, "won": episode.won, "steps": episode.length,
+            "invalid_actions": episode.invalid_actions, "truncated": last.truncated,
+            "prompt_tokens": sum(s.prompt_tokens for s in episode.steps),
+            "completion_tokens": sum(s.completion_tokens for s in episode.steps),
+            "format_errors": sum(bool(json.loads(s.agent_json).get("format_error")) for s in episode.steps),
+            **_final_scores(last.info_json), "error": None,
+        })
+        return row
+
+    @staticmethod
+    def _fail(row: dict[str, Any], error: Exception) -> dict[str, Any]:
+        row.update({"task": "", "return": 0.0, "won": False, "steps": 0, "invalid_actions": 0,
+                    "truncated": False, "prompt_tokens": 0, "completion_tokens": 0, "format_errors": 0,
+                    **dict.fromkeys(SCORE_KEYS),
+                    "error": f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-3)}"})
+        return row
+
     def run(self, job: Job) -> dict[str, Any]:
         """Play one episode; an env or agent failure becomes a row with ``error`` set.
 
         ``seconds`` is the episode alone: making the env and the agent (data loading, models)
         happens before the clock starts, once per worker.
         """
-        env_spec, agent_spec = self.spec.envs[job.env], self.spec.agents[job.agent]
-        seed = self.spec.seed(job.episode)
-        row: dict[str, Any] = {
-            "key": job_key(self.spec, job), "env": env_spec.name, "env_id": env_spec.id,
-            "agent": agent_spec.name, "episode": job.episode, "seed": seed,
-            "task_index": job.episode if env_spec.sweep else None,
-        }
+        row = self._row(job)
         start = time.perf_counter()
         try:
             env, agent = self._env(job.env), self._agent(job.agent)
             start = time.perf_counter()
-            options = {"task_index": job.episode} if env_spec.sweep else None
-            episode = run_episode(env, agent, seed=seed, env_id=env_spec.id, options=options)
+            episode = run_episode(env, agent, seed=row["seed"], env_id=self.spec.envs[job.env].id,
+                                  options=self._options(job))
         except Exception as error:  # a broken env/agent is a result to report, not a crashed run
-            row.update({"task": "", "return": 0.0, "won": False, "steps": 0, "invalid_actions": 0,
-                        "truncated": False, "prompt_tokens": 0, "completion_tokens": 0,
-                        **dict.fromkeys(SCORE_KEYS),
-                        "error": f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-3)}"})
+            self._fail(row, error)
         else:
-            last = episode.steps[-1]
-            row.update({
-                "task": episode.task, "return": episode.return_, "won": episode.won, "steps": episode.length,
-                "invalid_actions": episode.invalid_actions, "truncated": last.truncated,
-                "prompt_tokens": sum(s.prompt_tokens for s in episode.steps),
-                "completion_tokens": sum(s.completion_tokens for s in episode.steps),
-                **_final_scores(last.info_json), "error": None,
-            })
+            self._finish(row, episode)
         row["seconds"] = round(time.perf_counter() - start, 6)
         return row
 
+    def run_many(self, jobs: list[Job]) -> Iterator[dict[str, Any]]:
+        """Play jobs of one (env, agent) pair together, in lockstep; rows as episodes finish."""
+        if len(jobs) == 1 or self.slots(jobs[0]) == 1:
+            yield from (self.run(job) for job in jobs)
+            return
+        first = jobs[0]
+        envs = [self._slot_env(first.env, slot) for slot in range(min(self.slots(first), len(jobs)))]
+        rows = [self._row(job) for job in jobs]
+        done = set()
+        try:
+            for k, episode in run_episodes(envs, self._agent(first.agent), [row["seed"] for row in rows],
+                                           env_id=self.spec.envs[first.env].id,
+                                           options=[self._options(job) for job in jobs]):
+                done.add(k)
+                rows[k]["seconds"] = round(episode.seconds, 6)
+                yield self._finish(rows[k], episode)
+        except Exception as error:  # the unfinished episodes of the group are reported, not lost
+            for k, row in enumerate(rows):
+                if k not in done:
+                    row["seconds"] = 0.0
+                    yield self._fail(row, error)
+
+    def _slot_env(self, index: int, slot: int) -> gym.Env:
+        """The env of slot `slot` of a batched agent (slot 0 is the worker's usual env)."""
+        if slot == 0:
+            return self._env(index)
+        key = (index, slot)
+        if key not in self._slot_envs:
+            env = self.spec.envs[index]
+            limit = {} if self.spec.max_steps is None else {"max_episode_steps": self.spec.max_steps}
+            self._slot_envs[key] = gym.make(env.id, **limit, **env.kwargs)
+        return self._slot_envs[key]
+
     def close(self) -> None:
-        for env in self._envs.values():
+        for env in [*self._envs.values(), *self._slot_envs.values()]:
             env.close()
         self._envs.clear()
+        self._slot_envs.clear()
+        for agent in self._agents.values():
+            agent.close()
+        self._agents.clear()

@@ -67,9 +67,13 @@ class TextBackend(ABC):
 
     @abstractmethod
     def complete(self, prompts: Sequence[Prompt], params: SamplingParams = SamplingParams(), *,
-                 seed: int | None = None, sessions: Sequence[Hashable] | None = None) -> list[Completion]:
-        """One `Completion` per prompt, in order. ``seed`` makes sampling repeatable;
-        ``sessions[i]`` is the conversation prompt i continues (None: no caching)."""
+                 seeds: Sequence[int | None] | None = None,
+                 sessions: Sequence[Hashable | None] | None = None) -> list[Completion]:
+        """One `Completion` per prompt, in order.
+
+        ``seeds[i]`` makes prompt i's sampling repeatable whatever else shares its batch (None:
+        unseeded). ``sessions[i]`` names the conversation prompt i continues (None: no caching).
+        """
 
     @abstractmethod
     def count_tokens(self, text: str) -> int:
@@ -88,3 +92,40 @@ BACKENDS: dict[str, str] = {
     "diffusion": "lmgym.policies.backends.diffusion:DiffusionBackend",
     "openai": "lmgym.policies.backends.openai:OpenAIBackend",
 }
+
+
+def make_text_backend(backend: str | TextBackend | None = None, **kwargs: Any) -> TextBackend:
+    """A backend by name (a key of `BACKENDS` or ``"module:Class"``), or `backend` itself.
+
+    ``None`` picks one from the arguments: ``"openai"`` when ``base_url`` is given, else
+    ``"diffusion"`` for a masked-diffusion checkpoint folder (`lmgym.policies.checkpoints` meta
+    kind ``"mdlm"``), else ``"hf"`` (``model="smollm2"`` or any local causal-LM folder).
+    """
+    if isinstance(backend, TextBackend):
+        if kwargs:
+            raise ValueError(f"backend arguments {sorted(kwargs)} given with a ready {type(backend).__name__}")
+        return backend
+    if backend is None:
+        backend = "openai" if kwargs.get("base_url") else ("diffusion" if is_diffusion_folder(kwargs.get("model")) else "hf")
+    from lmgym.entrypoints import load_entry_point
+
+    return load_entry_point(backend, aliases=BACKENDS, what="text backend")(**kwargs)
+
+
+def is_diffusion_folder(model: Any) -> bool:
+    """Whether ``model`` is a local folder holding a masked-diffusion LM (our meta, or a config
+    that declares bidirectional attention, as LLaDA-style folders converted to Llama do)."""
+    import json
+    from pathlib import Path
+
+    if not isinstance(model, (str, Path)) or not Path(model).is_dir():
+        return False
+    folder = Path(model)
+    meta = folder / "lmgym.json"
+    if meta.exists():
+        return json.loads(meta.read_text(encoding="utf-8")).get("kind") == "mdlm"
+    config = folder / "config.json"
+    if config.exists():
+        data = json.loads(config.read_text(encoding="utf-8"))
+        return data.get("is_causal") is False or data.get("model_type") in ("llada", "dream")
+    return False

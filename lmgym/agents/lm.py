@@ -1,0 +1,225 @@
+"""Any language model as a ReAct agent: prompts per family, history, action parsing, batching.
+
+``LMAgent`` (registered as agent ``lm``) writes a ``Thought: ...`` line and an ``Action: ...``
+line each step (ReAct: Yao et al. 2023, arXiv:2210.03629), from a prompt built by
+`lmgym.agents.prompts`: the family's instructions and grammar, few-shot demonstrations of
+training tasks, then the episode's transcript. The model is any `TextBackend`
+(`lmgym.policies.backends`): a local Hugging Face folder (``model="smollm2"`` for the bundled
+SmolLM2-135M-Instruct), a masked-diffusion checkpoint, or an OpenAI-compatible endpoint
+(``base_url=...``)::
+
+    lmgym rollout lmgym/ALFWorld-Gen-v0 --agent "lm(model=smollm2)" --episodes 5 --out runs/lm.jsonl
+    AgentSpec("smollm2", "lm", {"model": "smollm2", "few_shot": 2, "batch_size": 8})
+
+History: the whole transcript, cut from the left to ``max_prompt_tokens`` (``history="tokens"``,
+the default), or the last ``history_turns`` turns (``history="turns"``); the instructions, the
+demonstrations and the task are always kept. When the transcript outgrows its budget the cut
+jumps a quarter of the budget ahead, so a session's KV cache stays valid for the next turns
+rather than being re-encoded after every step.
+
+Actions: the text of the first ``Action:`` line (the turn ends there) (`lmgym.rollouts.parse_completion`); where the
+env lists admissible actions it is snapped to the closest one (rapidfuzz's ``ratio`` at least
+``snap_cutoff``), except for the family's free-text verbs (``finish[...]``, ``search[...]``).
+The raw completion stays in the rollout; ``Decision.extra`` records ``format_error`` (no
+``Action:`` line), ``snapped``, ``raw_action`` and ``cached_tokens``.
+
+A checkpoint trained here by `lmgym.training.sft` records the prompt it was trained with in its
+meta (``react_prompt``): the agent then uses exactly that (instructions on or off, no few-shot,
+the same budget) unless told otherwise.
+
+``batch_size`` > 1 lets `lmgym.agents.runner.run_episodes` (and the benchmark runner) keep that
+many episodes in lockstep, one backend call per step for all of them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from lmgym.agents.base import Agent, Decision
+from lmgym.agents.prompts import FamilyPrompt, Turn, prompt_for, render_messages, system_text
+from lmgym.policies.backends import SamplingParams, TextBackend, make_text_backend
+from lmgym.rollouts import parse_completion
+
+#: Tokens a chat template adds around each message (roles, delimiters): an allowance, not exact.
+MESSAGE_OVERHEAD = 6
+
+
+@dataclass
+class _Slot:
+    """One episode's conversation."""
+
+    prompt: FamilyPrompt
+    system: str
+    seed: int | None
+    session: tuple[int, int]
+    rng: np.random.Generator
+    task: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)  # tokens of each rendered turn
+    first_kept: int = 0
+
+
+def snap_action(action: str, admissible: list[str], *, free_form_verbs: tuple[str, ...], cutoff: float) -> tuple[str, bool]:
+    """The admissible action closest to `action` (exact, case-insensitive, then fuzzy), and
+    whether it was changed. Free-text verbs and lists the env does not give stay as written."""
+    if not admissible or action in admissible:
+        return action, False
+    verb = action.split("[", 1)[0].strip().lower()
+    if "[" in action and verb in free_form_verbs:
+        return action, False
+    lowered = {a.lower(): a for a in admissible}
+    if action.lower() in lowered:
+        return lowered[action.lower()], True
+    from rapidfuzz import fuzz, process, utils
+
+    match = process.extractOne(action, admissible, scorer=fuzz.ratio, processor=utils.default_process,
+                               score_cutoff=cutoff)
+    return (match[0], True) if match else (action, False)
+
+
+class LMAgent(Agent):
+    """A language model acting through ReAct turns (see the module docstring).
+
+    Args:
+        model: ``"smollm2"``, a local folder, or the model name an endpoint serves.
+        backend: ``"hf"``, ``"diffusion"``, ``"openai"``, a `TextBackend`, or None to pick from
+            ``model`` and ``base_url`` (`lmgym.policies.backends.make_text_backend`).
+        base_url: an OpenAI-compatible endpoint (``http://127.0.0.1:8000/v1``).
+        backend_kwargs: more arguments for the backend (device, dtype, threads, api_key_env, ...).
+        few_shot: demonstrations in the prompt (None: 0 for a checkpoint trained here, else the
+            family's count).
+        instructions: state the task format and grammar in a system message (None: as trained, or True).
+        history: ``"tokens"`` or ``"turns"``; max_prompt_tokens: the transcript's budget (None:
+            what the backend's context leaves, at most 4096); history_turns: turns kept for "turns".
+        max_new_tokens: per turn (None: the family's). temperature, top_p: sampling (0: greedy).
+        snap, snap_cutoff: snap actions to the admissible list (None: the family's choice).
+        show_actions: list the admissible actions under each observation (None: the family's).
+        batch_size: episodes played at once by `run_episodes`.
+    """
+
+    name = "lm"
+
+    def __init__(self, model: str = "smollm2", backend: str | TextBackend | None = None, *,
+                 base_url: str | None = None, backend_kwargs: dict[str, Any] | None = None,
+                 few_shot: int | None = None, instructions: bool | None = None,
+                 history: Literal["tokens", "turns"] = "tokens", max_prompt_tokens: int | None = None,
+                 history_turns: int = 8, max_new_tokens: int | None = None, temperature: float = 0.0,
+                 top_p: float = 1.0, snap: bool | None = None, snap_cutoff: float = 80.0,
+                 show_actions: bool | None = None, batch_size: int = 1, name: str | None = None):
+        if history not in ("tokens", "turns"):
+            raise ValueError(f"history must be 'tokens' or 'turns', got {history!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        kwargs = dict(backend_kwargs or {})
+        if not isinstance(backend, TextBackend):
+            kwargs["model"] = model
+            if base_url:
+                kwargs["base_url"] = base_url
+        self.backend = make_text_backend(backend, **kwargs)
+        trained = trained_prompt(model)
+        self.few_shot = few_shot if few_shot is not None else (0 if trained else None)
+        self.instructions = instructions if instructions is not None else trained.get("instructions", True)
+        self.show_actions = show_actions if show_actions is not None else trained.get("show_actions")
+        context = getattr(self.backend, "max_context", None)
+        self.max_new_tokens = max_new_tokens
+        self.max_prompt_tokens = max_prompt_tokens or trained.get("max_prompt_tokens") or (
+            min(4096, context - 128) if context else 4096)
+        self.history, self.history_turns = history, history_turns
+        self.temperature, self.top_p = temperature, top_p
+        self.snap, self.snap_cutoff = snap, snap_cutoff
+        self.max_slots = batch_size
+        if name:
+            self.name = name
+        self._slots: dict[int, _Slot] = {}
+        self._episodes = 0
+        super().reset(seed=None)
+
+    # -- episodes -----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, env_id: str | None = None) -> None:
+        super().reset(seed=seed, env_id=env_id)
+        self.reset_slot(0, seed=seed, env_id=env_id)
+
+    def reset_slot(self, slot: int, *, seed: int | None = None, env_id: str | None = None) -> None:
+        if not 0 <= slot < self.max_slots:
+            raise ValueError(f"slot {slot} outside 0..{self.max_slots - 1}")
+        old = self._slots.get(slot)
+        if old is not None:
+            self.backend.end_session(old.session)
+        prompt = prompt_for(env_id)
+        few_shot = self.few_shot if self.few_shot is not None else (prompt.examples.count if prompt.examples else 0)
+        self._episodes += 1
+        self._slots[slot] = _Slot(prompt, system_text(prompt, instructions=self.instructions, few_shot=few_shot),
+                                  seed, (slot, self._episodes), np.random.default_rng(seed))
+
+    def decide(self, observation: str, info: dict[str, Any]) -> Decision:
+        return self.decide_slots([0], [observation], [info])[0]
+
+    def decide_slots(self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]) -> list[Decision]:
+        start = time.perf_counter()
+        for slot in slots:
+            if slot not in self._slots:  # used without reset: an episode of an unknown env
+                self.reset_slot(slot, seed=None, env_id=self.env_id)
+        states = [self._slots[slot] for slot in slots]
+        for state, observation, info in zip(states, observations, infos):
+            self._observe(state, observation, info)
+        prompts = [render_messages(s.system, s.task, s.turns, s.first_kept) for s in states]
+        max_new = self.max_new_tokens or max(s.prompt.max_new_tokens for s in states)
+        params = SamplingParams(max_new_tokens=max_new, temperature=self.temperature, top_p=self.top_p,
+                                stop=("\nObservation:",))
+        seeds = [int(s.rng.integers(2**31)) if s.seed is not None else None for s in states]
+        completions = self.backend.complete(prompts, params, seeds=seeds, sessions=[s.session for s in states])
+        decisions = []
+        for state, info, completion in zip(states, infos, completions):
+            parsed = parse_completion(completion.text)
+            text = completion.text[:parsed.turn_end].rstrip()
+            snap = self.snap if self.snap is not None else state.prompt.snap
+            action, snapped = (snap_action(parsed.action, list(info.get("admissible_actions") or ()),
+                                           free_form_verbs=state.prompt.free_form_verbs, cutoff=self.snap_cutoff)
+                               if snap else (parsed.action, False))
+            state.turns[-1].completion = text
+            state.lengths[-1] += self.backend.count_tokens(text) + MESSAGE_OVERHEAD
+            decisions.append(Decision(
+                action=action, reasoning=parsed.reasoning, completion=text, spans=parsed.spans,
+                prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
+                seconds=time.perf_counter() - start,
+                extra={"format_error": not parsed.has_action, "snapped": snapped, "raw_action": parsed.action,
+                       "cached_tokens": completion.cached_tokens, "finish_reason": completion.finish_reason}))
+        return decisions
+
+    def _observe(self, state: _Slot, observation: str, info: dict[str, Any]) -> None:
+        """Add the new observation as a turn, and cut the history to its budget."""
+        if state.task is None:
+            state.task = str(info.get("task", ""))
+        show = self.show_actions if self.show_actions is not None else state.prompt.show_actions
+        turn = Turn(observation, actions=tuple(info.get("admissible_actions") or ()) if show else ())
+        state.turns.append(turn)
+        state.lengths.append(self.backend.count_tokens(observation) + MESSAGE_OVERHEAD
+                             + sum(self.backend.count_tokens(a) + 1 for a in turn.actions))
+        newest = len(state.turns) - 1
+        if self.history == "turns":
+            state.first_kept = max(state.first_kept, len(state.turns) - self.history_turns)
+            return
+        fixed = self.backend.count_tokens(state.system) + self.backend.count_tokens(state.task) + 2 * MESSAGE_OVERHEAD
+        budget = self.max_prompt_tokens - fixed
+        if sum(state.lengths[state.first_kept:]) <= budget:
+            return
+        # jump a quarter of the budget ahead, so the next turns reuse the same (cached) prefix
+        while state.first_kept < newest and sum(state.lengths[state.first_kept:]) > 0.75 * budget:
+            state.first_kept += 1
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def trained_prompt(model: Any) -> dict[str, Any]:
+    """The prompt settings a checkpoint trained by `lmgym.training.sft` records (empty otherwise)."""
+    if not isinstance(model, (str, Path)) or not Path(model).is_dir():
+        return {}
+    from lmgym.policies.checkpoints import read_meta
+
+    return dict(read_meta(model).get("react_prompt") or {})

@@ -1,0 +1,188 @@
+"""ReAct prompts per env family: the instructions, few-shot demonstrations, and the transcript.
+
+Each family has a YAML file beside this module (data, not code paths): the instructions that
+state the env's action grammar, where its few-shot demonstrations come from (an env id whose
+*training* tasks are played by a demonstrator: seeds from ``seeds_from`` on, far from the
+``0..N`` seeds benchmarks evaluate on), whether the admissible actions are shown, whether a
+model's action is snapped to the closest admissible one, and which verbs take free text (never
+snapped: ``finish[...]`` answers, ``search[...]`` queries).
+
+A transcript is rendered as chat messages, so one function serves every model (SmolLM2's chat
+template, an endpoint's chat API, the layout of the tiny models trained here, which is the
+same conversation with ``[SEP]``/``[EOS]`` around the model's turns)::
+
+    system     instructions (+ "Here are examples" and the demonstrations as plain text)
+    user       Task: <task>\\nObservation: <first observation>\\n
+    assistant  Thought: ...\\nAction: ...
+    user       Observation: <next observation>\\n
+    ...
+
+`render_messages` cuts the history from the left (the newest observation is never cut):
+`lmgym.agents.lm.LMAgent` chooses how many of the oldest turns to drop, and the SFT dataset
+builders (`lmgym.training.sft`) render training transcripts with the same function, so a model
+is prompted exactly as it was trained.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lmgym.envs.registry import family_of
+from lmgym.rollouts import format_completion
+
+PROMPTS_DIR = Path(__file__).resolve().parent
+OMITTED = "(earlier steps omitted)\n"
+
+
+@dataclass(frozen=True)
+class Demonstrations:
+    """Where a family's few-shot examples come from: `agent` playing training tasks of `env`."""
+
+    env: str
+    agent: str = "teacher"
+    seeds_from: int = 1_000_000
+    count: int = 2
+    max_steps: int = 12
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FamilyPrompt:
+    family: str
+    instructions: str
+    examples: Demonstrations | None
+    show_actions: bool = False
+    snap: bool = True
+    free_form_verbs: tuple[str, ...] = ()
+    max_new_tokens: int = 64
+
+
+@functools.lru_cache(maxsize=None)
+def load_family_prompt(family: str) -> FamilyPrompt:
+    """The prompt of `family` (``"ALFWorld"``, ...), the default one where it has none."""
+    path = PROMPTS_DIR / f"{family.lower()}.yaml"
+    if not path.exists():
+        path = PROMPTS_DIR / "default.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    examples = data.pop("examples", None)
+    data["free_form_verbs"] = tuple(data.get("free_form_verbs") or ())
+    return FamilyPrompt(examples=Demonstrations(**examples) if examples else None, **data)
+
+
+def prompt_for(env_id: str | None) -> FamilyPrompt:
+    return load_family_prompt(family_of(env_id) if env_id else "default")
+
+
+@dataclass
+class Turn:
+    """One step of a transcript: what the agent read, and what it wrote."""
+
+    observation: str
+    completion: str = ""
+    actions: tuple[str, ...] = ()  # the admissible actions shown with the observation, if any
+
+
+def user_text(turn: Turn, *, task: str | None, omitted: bool = False) -> str:
+    head = f"Task: {task}\n" if task is not None else ""
+    listed = f"Admissible actions: {', '.join(turn.actions)}\n" if turn.actions else ""
+    return f"{head}{OMITTED if omitted else ''}Observation: {turn.observation.strip()}\n{listed}"
+
+
+def render_messages(system: str, task: str, turns: list[Turn], first_kept: int = 0) -> list[dict[str, str]]:
+    """Chat messages for a transcript whose last turn has no completion yet.
+
+    Turns before `first_kept` are dropped (an ``(earlier steps omitted)`` line says so); the
+    task always stays, in the first user message.
+    """
+    messages = [{"role": "system", "content": system}] if system else []
+    for index in range(first_kept, len(turns)):
+        turn = turns[index]
+        first = index == first_kept
+        messages.append({"role": "user", "content": user_text(turn, task=task if first else None,
+                                                               omitted=first and first_kept > 0)})
+        if turn.completion:
+            messages.append({"role": "assistant", "content": turn.completion})
+    return messages
+
+
+def messages_as_text(messages: list[dict[str, str]]) -> str:
+    """A transcript as plain text (how demonstrations appear inside the system message)."""
+    return "".join(m["content"] if m["role"] != "assistant" else m["content"] + "\n" for m in messages)
+
+
+def system_text(prompt: FamilyPrompt, *, instructions: bool, few_shot: int) -> str:
+    """The system message: instructions, then `few_shot` demonstrations of training tasks."""
+    parts = [prompt.instructions.strip() + "\n"] if instructions else []
+    demos = demonstrations(prompt.family, few_shot) if few_shot else ()
+    if demos:
+        parts.append("Here are examples.\n")
+        parts.extend(f"Example {k + 1}:\n{demo}" for k, demo in enumerate(demos))
+        parts.append("Now it is your turn.\n")
+    return "\n".join(parts)
+
+
+@functools.lru_cache(maxsize=None)
+def demonstrations(family: str, count: int) -> tuple[str, ...]:
+    """`count` demonstrations of the family's training tasks, rendered as text transcripts.
+
+    The demonstrator plays seeds ``seeds_from, seeds_from + 1, ...`` and the first `count`
+    episodes that it wins within ``max_steps`` are kept (short ones keep prompts short).
+    """
+    import gymnasium as gym
+
+    from lmgym.agents.registry import make_agent
+    from lmgym.agents.runner import run_episode
+
+    spec = load_family_prompt(family).examples
+    if spec is None:
+        raise ValueError(f"family {family!r} has no few-shot demonstrations; use few_shot=0")
+    env = gym.make(spec.env, **spec.kwargs)
+    agent = make_agent(spec.agent)
+    demos: list[str] = []
+    for seed in range(spec.seeds_from, spec.seeds_from + 50 * count):
+        episode = run_episode(env, agent, seed=seed, env_id=spec.env, max_steps=spec.max_steps)
+        if episode.won and episode.length <= spec.max_steps:
+            turns = [Turn(step.observation, step.completion or format_completion(step.reasoning, step.action)[0])
+                     for step in episode.steps]
+            demos.append(messages_as_text(render_messages("", episode.task, turns)))
+            if len(demos) == count:
+                break
+    env.close()
+    if len(demos) < count:
+        raise RuntimeError(f"{spec.agent} won only {len(demos)} of the {family} demonstration seeds tried")
+    return tuple(demos)
+
+
+def react_paper_demonstrations(data_root: Path, task_type: str, count: int = 2) -> tuple[str, ...]:
+    """The ReAct paper's own ALFWorld few-shot transcripts for `task_type`, in our turn format.
+
+    ``react_prompts/alfworld_3prompts.json`` (ysymyth/ReAct) holds ``react_<type>_<k>``
+    transcripts: ``> think: ...`` lines (answered ``OK.``) and ``> command`` lines followed by
+    the observation. A thought becomes the ``Thought:`` of the next command; the older
+    ``put X in/on Y`` grammar is kept (the env accepts it).
+    """
+    names = {"pick_and_place_simple": "put", "pick_clean_then_place_in_recep": "clean",
+             "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool",
+             "pick_two_obj_and_place": "puttwo", "look_at_obj_in_light": "examine"}
+    prompts = json.loads((data_root / "alfworld" / "react_prompts" / "alfworld_3prompts.json").read_text())
+    demos = []
+    for k in range(count):
+        raw = prompts[f"react_{names[task_type]}_{k}"].strip().split("\n")
+        intro, task_line = raw[0], raw[1]
+        task = task_line.removeprefix("Your task is to: ")
+        turns, thoughts, observation = [], [], intro
+        for index, line in enumerate(raw[2:], start=2):
+            if line.startswith("> think:"):
+                thoughts.append(line.removeprefix("> think:").strip())
+            elif line.startswith("> "):
+                turns.append(Turn(observation, format_completion(" ".join(thoughts), line[2:].strip())[0]))
+                thoughts = []
+                observation = raw[index + 1] if index + 1 < len(raw) else ""
+        demos.append(messages_as_text(render_messages("", task, turns)))
+    return tuple(demos)
