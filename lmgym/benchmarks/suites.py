@@ -5,7 +5,8 @@
   procedural ``-Gen`` variant), random everywhere and expert where the env gives
   ``info["expert_action"]``; what ``make bench`` runs.
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
-  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev).
+  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
+  list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
 
 Ids whose ``requires_data`` folder is missing under ``LMGYM_DATA`` or whose ``requires_modules``
 are not importable are left out, each with its reason in the summary's notes; nothing else is.
@@ -130,10 +131,8 @@ def full_suite() -> BenchmarkSpec:
             continue
         for kwargs in _split_variants(env_id):
             found = probe(env_id, kwargs)
-            if found.error:  # one episode per agent, to put the error in the table
-                envs.append(_env(env_id, found, kwargs=kwargs))
-            elif not found.num_tasks:
-                notes.append(f"{env_id}: no finite task list to sweep")
+            if found.error or not found.num_tasks:  # nothing to sweep: seeded episodes (an error shows in them)
+                envs.append(_env(env_id, found, kwargs=kwargs, episodes=DEFAULT_EPISODES))
             else:
                 envs.append(_env(env_id, found, kwargs=kwargs, sweep=True, episodes=found.num_tasks))
     return BenchmarkSpec("full", tuple(envs), AGENTS, episodes=1, notes=tuple(notes))

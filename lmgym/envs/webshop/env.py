@@ -10,6 +10,7 @@ from lmgym.envs.webshop.catalog import Catalog, load_catalog
 from lmgym.envs.webshop.expert import expert_step, instruction_query
 from lmgym.envs.webshop.goals import GOAL_SOURCES, goals_for, split_range
 from lmgym.envs.webshop.pages import OBSERVATION_MODES, PRODUCT_WINDOW, SUB_PAGES, WebShopSession
+from lmgym.envs.webshop.reward import is_success, noun_tagger, purchase_reward
 from lmgym.envs.webshop.search import index_for
 
 _ACTION = re.compile(r"^\s*(search|click)\[(.*)\]\s*$", re.DOTALL)
@@ -98,6 +99,10 @@ class WebShopEnv(TextEnv):
         self.goal_source = goal_source
         self.show_attrs = show_attrs
         self._attach_catalog()
+        # The reward's title score needs spaCy's English model: load it now (once per process),
+        # so a missing model fails here, not at the first purchase, and no episode pays the
+        # seconds of loading it.
+        noun_tagger()
         self.session: WebShopSession | None = None
 
     # -- the catalogue: the one thing a procedural twin overrides ------------------------
@@ -173,9 +178,6 @@ class WebShopEnv(TextEnv):
         return session.render(self.observation_mode), reward, True, self._info(action_valid=True)
 
     def _purchase_reward(self) -> float:
-        # Imported here: the reward loads spaCy on first use, which a search-only run never needs.
-        from lmgym.envs.webshop.reward import is_success, purchase_reward
-
         purchase = self.session.purchase
         product = self.catalog.by_asin[purchase["asin"]]
         total, breakdown = purchase_reward(product, self.session.goal, purchase["price"], purchase["options"])
