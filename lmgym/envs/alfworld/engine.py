@@ -60,6 +60,7 @@ class EngineStep:
     admissible_commands: list[str]  # sorted, without duplicates
     won: bool
     valid: bool  # the command matched an admissible command
+    done: bool  # the game is over (the official ``done``; the native engine ends a game when it is won)
 
 
 # -- the static part of a game -------------------------------------------------------------
@@ -435,7 +436,7 @@ class NativeEngine:
 
     def _report(self, feedback: str, valid: bool) -> EngineStep:
         self._actions = self._ground_actions()
-        return EngineStep(feedback, sorted(self._actions), self.won, valid)
+        return EngineStep(feedback, sorted(self._actions), self.won, valid, done=self.won)
 
 
 def _listing(items: list[str]) -> str:
