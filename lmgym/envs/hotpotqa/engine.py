@@ -68,8 +68,17 @@ class SearchState:
     surfaced: set[str] = field(default_factory=set)  # titles named in any observation
 
 
+def search_observation(engine: SearchEngine, query: str) -> str:
+    """What ``step("search[query]")`` shows for `query` with `engine` (an empty query is invalid)."""
+    if not query.strip():
+        return f"Invalid action: search[{query}]"
+    return engine.search(query).observation
+
+
 class SearchEngine:
-    """Search and lookup over one corpus; results of `search` are memoised (thread-safe)."""
+    """Search and lookup over one corpus; results of `search` are memoised (thread-safe: the
+    memo is read and written under a lock, the search itself, pure, runs outside it, so
+    concurrent tool calls retrieve in parallel)."""
 
     def __init__(self, corpus: Corpus, retriever: RetrieverFactory, *, search_mode: str = "page",
                  top_k: int = 3, num_similar: int = 5):
@@ -96,9 +105,12 @@ class SearchEngine:
 
     def search(self, query: str) -> SearchOutcome:
         with self._lock:
-            if query not in self._memo:
-                self._memo[query] = self._search(query)
-            return self._memo[query]
+            known = self._memo.get(query)
+        if known is not None:
+            return known
+        outcome = self._search(query)  # two threads may both compute a new query: same result
+        with self._lock:
+            return self._memo.setdefault(query, outcome)
 
     def _search(self, query: str) -> SearchOutcome:
         if self.search_mode == "passages":

@@ -69,8 +69,10 @@ class SearchQAEnv(TextEnv):
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         parsed = parse_action(action)
-        if self.state.answer is None and parsed is not None and parsed[0] == "search" and parsed[1].strip():
-            self._pay_latency(parsed[1])
+        with self._lock:
+            engine, answered = self.engine, self.state.answer is not None
+        if not answered and parsed is not None and parsed[0] == "search" and parsed[1].strip():
+            self._pay_latency(engine, parsed[1])
         with self._lock:
             if self.state.answer is not None:  # stepping after the end: repeat the ending
                 return self._last, 0.0, True, self._info(False)
@@ -99,19 +101,16 @@ class SearchQAEnv(TextEnv):
         self.state.answer = argument
         return f"Episode finished, reward = {int(scoring.exact_match(argument, self.question.answer))}", True
 
-    def _pay_latency(self, query: str) -> None:
+    def _pay_latency(self, engine: SearchEngine, query: str) -> None:
         """A search not already fetched by a tool call costs the tool latency (slept unlocked)."""
-        if self.tools.latency_s and not self.engine.is_memoised(query):
+        if self.tools.latency_s and not engine.is_memoised(query):
             time.sleep(self.tools.latency_s)
 
     # -- the tools' view (thread-safe, changes nothing) -----------------------------------
-    def preview_search(self, query: str) -> str:
-        """What ``step("search[query]")`` returns (searches are pure: any time gives the same)."""
+    def current_engine(self) -> SearchEngine:
+        """This episode's search engine (its searches are pure: any thread may run them)."""
         with self._lock:
-            engine = self.engine
-        if not query.strip():
-            return f"Invalid action: search[{query}]"
-        return engine.search(query).observation
+            return self.engine
 
     def preview_lookup(self, keyword: str) -> str:
         """What ``step("lookup[keyword]")`` would return from the current state."""
