@@ -3,7 +3,7 @@
 Agents of Diffusion (AoD) names these metrics but publishes no formulas; the definitions below
 are lmgym's, and docs/promptedit.md says why each one measures what it claims.
 Notation: a batch is B generated texts; "parsed" texts are those that load as a JSON object;
-the reference set R is the task's held-out records (configurable in `Judge`).
+the reference set R is the task's held-out records (configurable in `JudgeCluster`).
 
 * ``tsr`` (task success rate): share of the B texts that parse, validate against the schema
   and pass every semantic check of the task.
