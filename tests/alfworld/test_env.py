@@ -34,9 +34,11 @@ def test_reset_drops_the_banner_and_puts_the_task_in_info(env):
 
 
 def test_task_index_sweeps_the_split_in_sorted_order(env, alfworld_games):
-    names = [env.reset(options={"task_index": i})[1]["game"] for i in (0, 1, 140)]
+    names = [env.reset(options={"task_index": i})[1]["game"] for i in (0, 1, 0)]
     assert names[0] == names[2] != names[1]
     assert alfworld_games["valid_seen"][0].endswith(names[0] + "/game.tw-pddl")
+    with pytest.raises(ValueError, match="task_index 140 is out of range: ALFWorldEnv has tasks 0..139"):
+        env.reset(options={"task_index": 140})  # it used to wrap silently to game 0
 
 
 def test_task_type_filter_and_explicit_game_files(alfworld_games):
