@@ -9,8 +9,9 @@ Three short runs in sequence, each starting from the previous policy (`PPOConfig
 Rewards are the env's own (1 on winning, else 0) at every stage; only the game source changes.
 The benchmark then sweeps the valid_seen games of the same task type once each (task k in
 episode k), the trained policy beside the random agent on the same games and seeds. Measured
-(docs/notes/benchmarks.md): 20,000 steps, 3.5 minutes in all at load 4-6 on 2 shared cores,
-17/35 valid_seen games vs random's 1/35; 8,000 steps on the official games alone win 0/50.
+(docs/notes/benchmarks.md): 20,000 steps, 9.9 minutes in all at load 6-13 on 2 shared cores,
+25/35 valid_seen games vs random's 0/35 (training seed 0); 8,000 steps on the official games
+alone won 0/50 in an earlier run.
 
     LMGYM_DATA=/path/to/data python examples/train_ppo_alfworld.py --steps 20000 --out runs/ppo-alfworld
 
