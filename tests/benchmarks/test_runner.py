@@ -212,3 +212,26 @@ def test_smoke_suite_comes_from_the_registry():
     spec = smoke_suite()
     assert {e.id for e in spec.envs} >= {"lmgym/KeyDoor-v0"}
     assert [a.name for a in spec.agents] == ["random", "expert"]
+
+
+def test_plots_show_zero_success_and_integer_episodes(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from lmgym.benchmarks.report import plot_returns, plot_success, summarize
+
+    spec = BenchmarkSpec("p", (EnvSpec("lmgym/KeyDoor-v0"),), (AgentSpec("random"), AgentSpec("expert")), episodes=3)
+    rows = [{"key": f"k|{agent}|{k}", "env": "lmgym/KeyDoor-v0", "agent": agent, "episode": k, "won": agent == "expert",
+             "return": float(agent == "expert"), "steps": 5, "invalid_actions": 0, "prompt_tokens": 0,
+             "completion_tokens": 0, "seconds": 0.1, "error": None} for agent in ("random", "expert") for k in range(3)]
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    summary = summarize(spec, rows)
+    plot_success(summary, tmp_path / "s.png")
+    plot_returns(summary, rows, tmp_path / "r.png")
+    success, returns = (f.axes[0] for f in figures)
+    assert {t.get_text() for t in success.texts} == {"0/3", "3/3"}  # the zero bar is labelled, not blank
+    assert any(min(seg[:, 1]) == 0 == max(seg[:, 1]) for c in success.collections for seg in c.get_segments())
+    assert "Wilson 95% CI" in success.get_ylabel()
+    ticks = returns.xaxis.get_major_locator().tick_values(0, 2)
+    assert all(float(t).is_integer() for t in ticks)
+    assert {t.get_text() for t in returns.get_legend().get_texts()} == {"random (n=3)", "expert (n=3)"}
