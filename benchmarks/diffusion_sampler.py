@@ -85,9 +85,9 @@ def check_claims(results: dict) -> list[str]:
         if speedup < floor:
             failures.append(f"{setting}: {CLAIMED_SAMPLER} is {speedup}x the reference's tokens/s, the README claims >= {floor}x")
         fast, reference = by[(setting, CLAIMED_SAMPLER)], by[(setting, "reference")]
-        for metric in ("json_valid", "schema_valid"):
-            if fast[metric] is not None and fast[metric] < reference[metric]:
-                failures.append(f"{setting}: {CLAIMED_SAMPLER} {metric} {fast[metric]:.3f} < the reference's {reference[metric]:.3f}")
+        if fast["schema_valid"] is not None and fast["schema_valid"] < reference["schema_valid"]:
+            failures.append(f"{setting}: {CLAIMED_SAMPLER} schema validity {fast['schema_valid']:.3f} < the "
+                            f"reference's {reference['schema_valid']:.3f}")
         if "per_task" in fast:
             tsr = {name: sum(r["per_task"][t]["tsr"] * r["per_task"][t]["samples"] for t in r["per_task"])
                    / sum(r["per_task"][t]["samples"] for t in r["per_task"]) for name, r in (("fast", fast), ("reference", reference))}
