@@ -136,7 +136,10 @@ def _say_where_we_start(out: Path, written_by: dict[str, Any] | None, total: int
     print(line, file=sys.stderr)
     now = code_version()
     then = {k: written_by.get(k) for k in now}
-    if then != now:
+    if not written_by:
+        print(f"{out}: note: its spec.json does not record the code that wrote it (older lmgym); "
+              f"this is lmgym {now['lmgym_version']} (commit {now['git_commit']})", file=sys.stderr)
+    elif then != now:
         print(f"{out}: note: written by lmgym {then['lmgym_version']} (commit {then['git_commit']}, dirty "
               f"{then['dirty']}); this is lmgym {now['lmgym_version']} (commit {now['git_commit']}, dirty "
               f"{now['dirty']}): new rows may differ from the old ones", file=sys.stderr)
