@@ -128,19 +128,27 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from lmgym.agents.registry import make_agent
-    from lmgym.agents.runner import run_episode
-    from lmgym.rollouts import write_episode
+    from lmgym.agents.runner import record_rollouts
+    from lmgym.benchmarks.spec import parse_call
 
-    env = resolve(args.env_id, gym.make, args.env_id, **args.env_kwargs)
-    agent = resolve("--agent", make_agent, args.agent)
+    # Made once here only to check the id and kwargs: a typo is one line, not a traceback from
+    # inside the recording loop (data and models are cached, so the second make is cheap).
+    resolve(args.env_id, gym.make, args.env_id, **args.env_kwargs).close()
+    name, kwargs = resolve("--agent", parse_call, args.agent)
+    agent = resolve("--agent", make_agent, name, **kwargs)
     won = 0
-    bar = tqdm(range(args.episodes), desc=f"{args.agent} on {args.env_id}", disable=args.quiet or None)
-    for k in bar:
-        episode = run_episode(env, agent, seed=args.seed + k, env_id=args.env_id)
-        write_episode(args.out, episode)
-        won += episode.won
-        bar.set_postfix(success=f"{won / (k + 1):.0%}")
-    print(f"wrote {args.episodes} episodes to {args.out} (success {won}/{args.episodes})")
+    with tqdm(total=args.episodes, desc=f"{name} on {args.env_id}", disable=args.quiet or None) as bar:
+        def progress(played, episode):
+            nonlocal won
+            won += episode.won
+            bar.update(1)
+            bar.set_postfix(success=f"{won / played:.0%}")
+
+        counts = record_rollouts(args.env_id, agent, range(args.seed, args.seed + args.episodes), args.out,
+                                 env_kwargs=args.env_kwargs, won_only=args.won_only, progress=progress)
+    agent.close()
+    print(f"wrote {counts['kept']} of {counts['played']} episodes to {args.out} (success {won}/{counts['played']}"
+          f"{', won only' if args.won_only else ''}; {counts['skipped']} already there)")
     return 0
 
 
@@ -164,10 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rollout = sub.add_parser("rollout", help="record an agent's episodes as rollout JSON lines")
     rollout.add_argument("env_id")
-    rollout.add_argument("--agent", default="expert", help="agent name (random, expert, ...) or module:Class")
+    rollout.add_argument("--agent", default="expert",
+                         help="agent name (random, expert, teacher, lm, ...) or module:Class, with arguments as NAME(key=value, ...)")
     rollout.add_argument("--episodes", type=int, default=10)
     rollout.add_argument("--seed", type=int, default=0, help="episode k uses seed + k")
-    rollout.add_argument("--out", required=True, help="rollout file (appended)")
+    rollout.add_argument("--out", required=True, help="rollout file (appended; seeds already in it are skipped)")
+    rollout.add_argument("--won-only", action="store_true", help="keep only won episodes (training data)")
     rollout.add_argument("--env-kwargs", type=_json_kwargs, default={})
     rollout.add_argument("--quiet", action="store_true")
     rollout.set_defaults(func=cmd_rollout)

@@ -23,9 +23,11 @@ env lists admissible actions it is snapped to the closest one (rapidfuzz's ``rat
 The raw completion stays in the rollout; ``Decision.extra`` records ``format_error`` (no
 ``Action:`` line), ``snapped``, ``raw_action`` and ``cached_tokens``.
 
-A checkpoint trained here by `lmgym.training.sft` records the prompt it was trained with in its
+A checkpoint trained here by `lmgym.training.lm` records the prompt it was trained with in its
 meta (``react_prompt``): the agent then uses exactly that (instructions on or off, no few-shot,
-the same budget) unless told otherwise.
+the same budget) unless told otherwise. ``model="tiny-ar"`` / ``"tiny-mdlm"`` stand for the tiny
+ReAct model installed for the family of each episode's env (`examples/train_tiny_react.py`),
+so one agent entry of a benchmark spec plays every family with its own model.
 
 ``batch_size`` > 1 lets `lmgym.agents.runner.run_episodes` (and the benchmark runner) keep that
 many episodes in lockstep, one backend call per step for all of them.
@@ -41,12 +43,46 @@ from typing import Any, Literal
 import numpy as np
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.agents.prompts import FamilyPrompt, Turn, prompt_for, render_messages, system_text
+from lmgym.agents.prompts import (FamilyPrompt, Turn, advance_window, completion_tokens, observation_tokens, prompt_for,
+                                  react_paper_demonstrations, render_messages, system_text, transcript_budget)
+from lmgym.envs.alfworld.games import data_folder as alfworld_folder
+from lmgym.envs.registry import family_of
 from lmgym.policies.backends import SamplingParams, TextBackend, make_text_backend
 from lmgym.rollouts import parse_completion
 
-#: Tokens a chat template adds around each message (roles, delimiters): an allowance, not exact.
-MESSAGE_OVERHEAD = 6
+#: Model names that stand for the tiny ReAct model of the env's family (`installed_tiny_model`).
+TINY_MODELS = {"tiny-ar": "ar", "tiny-mdlm": "mdlm"}
+#: Where `examples/train_tiny_react.py --install` puts them.
+REACT_CHECKPOINTS = Path(__file__).resolve().parents[1] / "policies" / "checkpoints" / "react"
+
+
+def installed_tiny_model(family: str, kind: str) -> Path:
+    folder = REACT_CHECKPOINTS / f"{family.lower()}-{kind}"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no tiny {kind} ReAct model for {family} at {folder}; build it with "
+                                f"python examples/train_tiny_react.py --env <a {family} env> --install")
+    return folder
+
+
+@dataclass
+class _Model:
+    """A backend and how its model is prompted (what it was trained with, unless overridden)."""
+
+    backend: TextBackend
+    few_shot: int | None
+    instructions: bool
+    show_actions: bool | None
+    max_prompt_tokens: int
+
+    @classmethod
+    def build(cls, backend: TextBackend, trained: dict[str, Any], overrides: dict[str, Any]) -> "_Model":
+        def pick(key, default):
+            return overrides[key] if overrides[key] is not None else trained.get(key, default)
+
+        context = getattr(backend, "max_context", None)
+        return cls(backend, pick("few_shot", 0 if trained else None), pick("instructions", True),
+                   pick("show_actions", None),
+                   pick("max_prompt_tokens", min(4096, context - 128) if context else 4096))
 
 
 @dataclass
@@ -54,11 +90,13 @@ class _Slot:
     """One episode's conversation."""
 
     prompt: FamilyPrompt
+    model: _Model
     system: str
     seed: int | None
     session: tuple[int, int]
     rng: np.random.Generator
     task: str | None = None
+    few_shot: int = 0
     turns: list[Turn] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)  # tokens of each rendered turn
     first_kept: int = 0
@@ -86,7 +124,8 @@ class LMAgent(Agent):
     """A language model acting through ReAct turns (see the module docstring).
 
     Args:
-        model: ``"smollm2"``, a local folder, or the model name an endpoint serves.
+        model: ``"smollm2"``, a local folder, the model name an endpoint serves, or
+            ``"tiny-ar"``/``"tiny-mdlm"`` (the installed tiny model of the env's family).
         backend: ``"hf"``, ``"diffusion"``, ``"openai"``, a `TextBackend`, or None to pick from
             ``model`` and ``base_url`` (`lmgym.policies.backends.make_text_backend`).
         base_url: an OpenAI-compatible endpoint (``http://127.0.0.1:8000/v1``).
@@ -99,6 +138,9 @@ class LMAgent(Agent):
         max_new_tokens: per turn (None: the family's). temperature, top_p: sampling (0: greedy).
         snap, snap_cutoff: snap actions to the admissible list (None: the family's choice).
         show_actions: list the admissible actions under each observation (None: the family's).
+        demonstrations: ``"family"`` (the family's demonstrator on training tasks) or, for
+            ALFWorld, ``"react-paper"``: the ReAct paper's two transcripts of the episode's task
+            type (``LMGYM_DATA/alfworld/react_prompts``; older ``put`` grammar, accepted by the env).
         batch_size: episodes played at once by `run_episodes`.
     """
 
@@ -110,34 +152,57 @@ class LMAgent(Agent):
                  history: Literal["tokens", "turns"] = "tokens", max_prompt_tokens: int | None = None,
                  history_turns: int = 8, max_new_tokens: int | None = None, temperature: float = 0.0,
                  top_p: float = 1.0, snap: bool | None = None, snap_cutoff: float = 80.0,
-                 show_actions: bool | None = None, batch_size: int = 1, name: str | None = None):
+                 show_actions: bool | None = None, demonstrations: Literal["family", "react-paper"] = "family",
+                 batch_size: int = 1, name: str | None = None):
+        if not isinstance(model, (str, Path)) or not str(model):
+            raise ValueError(f"model must be 'smollm2', a local folder or an endpoint's model name, got {model!r}")
         if history not in ("tokens", "turns"):
             raise ValueError(f"history must be 'tokens' or 'turns', got {history!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        kwargs = dict(backend_kwargs or {})
-        if not isinstance(backend, TextBackend):
-            kwargs["model"] = model
-            if base_url:
-                kwargs["base_url"] = base_url
-        self.backend = make_text_backend(backend, **kwargs)
-        trained = trained_prompt(model)
-        self.few_shot = few_shot if few_shot is not None else (0 if trained else None)
-        self.instructions = instructions if instructions is not None else trained.get("instructions", True)
-        self.show_actions = show_actions if show_actions is not None else trained.get("show_actions")
-        context = getattr(self.backend, "max_context", None)
+        if demonstrations not in ("family", "react-paper"):
+            raise ValueError(f"demonstrations must be 'family' or 'react-paper', got {demonstrations!r}")
+        self.demonstrations = demonstrations
+        self.model, self.backend_choice, self.base_url = str(model), backend, base_url
+        self.backend_kwargs = dict(backend_kwargs or {})
+        self.overrides = {"few_shot": few_shot, "instructions": instructions, "show_actions": show_actions,
+                          "max_prompt_tokens": max_prompt_tokens}
         self.max_new_tokens = max_new_tokens
-        self.max_prompt_tokens = max_prompt_tokens or trained.get("max_prompt_tokens") or (
-            min(4096, context - 128) if context else 4096)
         self.history, self.history_turns = history, history_turns
         self.temperature, self.top_p = temperature, top_p
         self.snap, self.snap_cutoff = snap, snap_cutoff
         self.max_slots = batch_size
         if name:
             self.name = name
+        self._models: dict[str, _Model] = {}
         self._slots: dict[int, _Slot] = {}
         self._episodes = 0
+        if self.model not in TINY_MODELS:  # load now: a bad folder or endpoint fails at construction
+            self._model_for(None)
         super().reset(seed=None)
+
+    @property
+    def backend(self) -> TextBackend:
+        """The backend of the model last used (the only one unless ``model`` is a tiny alias)."""
+        return next(reversed(self._models.values())).backend
+
+    def _model_for(self, env_id: str | None) -> "_Model":
+        """The model that plays `env_id`: ``model`` itself, or for ``"tiny-ar"``/``"tiny-mdlm"``
+        the tiny ReAct model installed for the env's family."""
+        folder = self.model
+        if self.model in TINY_MODELS:
+            if env_id is None:
+                raise ValueError(f"model {self.model!r} is chosen per env family: reset the agent with an env_id")
+            folder = str(installed_tiny_model(family_of(env_id), TINY_MODELS[self.model]))
+        if folder not in self._models:
+            kwargs = dict(self.backend_kwargs)
+            if not isinstance(self.backend_choice, TextBackend):
+                kwargs["model"] = folder
+                if self.base_url:
+                    kwargs["base_url"] = self.base_url
+            self._models[folder] = _Model.build(make_text_backend(self.backend_choice, **kwargs), trained_prompt(folder),
+                                                self.overrides)
+        return self._models[folder]
 
     # -- episodes -----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, env_id: str | None = None) -> None:
@@ -149,12 +214,18 @@ class LMAgent(Agent):
             raise ValueError(f"slot {slot} outside 0..{self.max_slots - 1}")
         old = self._slots.get(slot)
         if old is not None:
-            self.backend.end_session(old.session)
+            old.model.backend.end_session(old.session)
+        model = self._model_for(env_id)
         prompt = prompt_for(env_id)
-        few_shot = self.few_shot if self.few_shot is not None else (prompt.examples.count if prompt.examples else 0)
+        few_shot = model.few_shot if model.few_shot is not None else (prompt.examples.count if prompt.examples else 0)
+        if self.demonstrations == "react-paper" and prompt.family != "ALFWorld":
+            raise ValueError(f"demonstrations='react-paper' exists for ALFWorld only, not {prompt.family}")
+        # the ReAct paper's demonstrations depend on the task type: the system waits for the first observation
+        system = "" if self.demonstrations == "react-paper" else system_text(prompt, instructions=model.instructions,
+                                                                                 few_shot=few_shot)
         self._episodes += 1
-        self._slots[slot] = _Slot(prompt, system_text(prompt, instructions=self.instructions, few_shot=few_shot),
-                                  seed, (slot, self._episodes), np.random.default_rng(seed))
+        self._slots[slot] = _Slot(prompt, model, system, seed, (slot, self._episodes), np.random.default_rng(seed),
+                                  few_shot=few_shot)
 
     def decide(self, observation: str, info: dict[str, Any]) -> Decision:
         return self.decide_slots([0], [observation], [info])[0]
@@ -167,12 +238,18 @@ class LMAgent(Agent):
         states = [self._slots[slot] for slot in slots]
         for state, observation, info in zip(states, observations, infos):
             self._observe(state, observation, info)
-        prompts = [render_messages(s.system, s.task, s.turns, s.first_kept) for s in states]
-        max_new = self.max_new_tokens or max(s.prompt.max_new_tokens for s in states)
-        params = SamplingParams(max_new_tokens=max_new, temperature=self.temperature, top_p=self.top_p,
-                                stop=("\nObservation:",))
-        seeds = [int(s.rng.integers(2**31)) if s.seed is not None else None for s in states]
-        completions = self.backend.complete(prompts, params, seeds=seeds, sessions=[s.session for s in states])
+        completions: list[Any] = [None] * len(states)
+        for model in {id(s.model): s.model for s in states}.values():  # one call per model
+            rows = [i for i, s in enumerate(states) if s.model is model]
+            group = [states[i] for i in rows]
+            max_new = self.max_new_tokens or max(s.prompt.max_new_tokens for s in group)
+            params = SamplingParams(max_new_tokens=max_new, temperature=self.temperature, top_p=self.top_p,
+                                    stop=("\nObservation:",))
+            seeds = [int(s.rng.integers(2**31)) if s.seed is not None else None for s in group]
+            answers = model.backend.complete([render_messages(s.system, s.task, s.turns, s.first_kept) for s in group],
+                                             params, seeds=seeds, sessions=[s.session for s in group])
+            for i, answer in zip(rows, answers):
+                completions[i] = answer
         decisions = []
         for state, info, completion in zip(states, infos, completions):
             parsed = parse_completion(completion.text)
@@ -182,7 +259,7 @@ class LMAgent(Agent):
                                            free_form_verbs=state.prompt.free_form_verbs, cutoff=self.snap_cutoff)
                                if snap else (parsed.action, False))
             state.turns[-1].completion = text
-            state.lengths[-1] += self.backend.count_tokens(text) + MESSAGE_OVERHEAD
+            state.lengths[-1] += completion_tokens(state.model.backend.count_tokens, text)
             decisions.append(Decision(
                 action=action, reasoning=parsed.reasoning, completion=text, spans=parsed.spans,
                 prompt_tokens=completion.prompt_tokens, completion_tokens=completion.completion_tokens,
@@ -195,25 +272,25 @@ class LMAgent(Agent):
         """Add the new observation as a turn, and cut the history to its budget."""
         if state.task is None:
             state.task = str(info.get("task", ""))
-        show = self.show_actions if self.show_actions is not None else state.prompt.show_actions
+            if self.demonstrations == "react-paper":
+                demos = react_paper_demonstrations(alfworld_folder(), str(info.get("task_type")),
+                                                   state.few_shot) if state.few_shot else ()
+                state.system = system_text(state.prompt, instructions=state.model.instructions, few_shot=state.few_shot,
+                                           demos=demos)
+        show = state.model.show_actions if state.model.show_actions is not None else state.prompt.show_actions
         turn = Turn(observation, actions=tuple(info.get("admissible_actions") or ()) if show else ())
         state.turns.append(turn)
-        state.lengths.append(self.backend.count_tokens(observation) + MESSAGE_OVERHEAD
-                             + sum(self.backend.count_tokens(a) + 1 for a in turn.actions))
-        newest = len(state.turns) - 1
+        state.lengths.append(observation_tokens(state.model.backend.count_tokens, turn))
         if self.history == "turns":
             state.first_kept = max(state.first_kept, len(state.turns) - self.history_turns)
             return
-        fixed = self.backend.count_tokens(state.system) + self.backend.count_tokens(state.task) + 2 * MESSAGE_OVERHEAD
-        budget = self.max_prompt_tokens - fixed
-        if sum(state.lengths[state.first_kept:]) <= budget:
-            return
-        # jump a quarter of the budget ahead, so the next turns reuse the same (cached) prefix
-        while state.first_kept < newest and sum(state.lengths[state.first_kept:]) > 0.75 * budget:
-            state.first_kept += 1
+        budget = transcript_budget(state.model.backend.count_tokens, state.system, state.task,
+                                   state.model.max_prompt_tokens)
+        state.first_kept = advance_window(state.lengths, state.first_kept, budget)
 
     def close(self) -> None:
-        self.backend.close()
+        for model in self._models.values():
+            model.backend.close()
 
 
 def trained_prompt(model: Any) -> dict[str, Any]:

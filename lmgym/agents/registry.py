@@ -1,6 +1,6 @@
 """Agents by name, so benchmark specs and the command line can say ``random`` or ``ppo``.
 
-A name is a key of `AGENTS` (``"random"``, ``"expert"``, ``"ppo"``) or any ``"module:Class"``
+A name is a key of `AGENTS` (``"random"``, ``"expert"``, ``"ppo"``, ``"teacher"``) or any ``"module:Class"``
 path; `make_agent` imports it lazily and calls it with the spec's kwargs, so research agents
 plug in with `register_agent` (or by path) without the runner knowing them.
 """
@@ -16,6 +16,7 @@ AGENTS: dict[str, str] = {
     "random": "lmgym.agents.base:RandomAgent",
     "expert": "lmgym.agents.base:ExpertAgent",
     "ppo": "lmgym.agents.ppo_agent:PPOAgent",
+    "teacher": "lmgym.agents.teacher:TeacherAgent",
     "lm": "lmgym.agents.lm:LMAgent",
 }
 

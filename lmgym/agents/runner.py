@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -112,3 +114,38 @@ class _Live:
     observation: str
     info: dict[str, Any]
     started: float
+
+
+def record_rollouts(env_id: str, agent: Agent, seeds: Sequence[int], out: str | os.PathLike, *,
+                    env_kwargs: dict[str, Any] | None = None, won_only: bool = False,
+                    max_steps: int | None = None, slots: int = 1, sweep: bool = False,
+                    progress: Callable[[int, Episode], None] | None = None) -> dict[str, int]:
+    """Append the episodes of `seeds` to the rollout file `out`, resumably: a training set.
+
+    Seeds whose episode is already in `out` (same env id and seed) are skipped, so an
+    interrupted build continues where it stopped and a finished one is a no-op. ``won_only``
+    keeps only won episodes (filtered behaviour cloning). ``sweep`` plays task ``k`` of a finite
+    task list in episode ``k`` (``options={"task_index": k}``). Returns counts: played, kept,
+    skipped.
+    """
+    import gymnasium as gym
+
+    from lmgym.rollouts import read_episodes, write_episode
+
+    path = Path(out)
+    have = {(e.env_id, e.seed) for e in read_episodes(path)} if path.exists() else set()
+    todo = [(k, s) for k, s in enumerate(seeds) if (env_id, s) not in have]
+    envs = [gym.make(env_id, **(env_kwargs or {})) for _ in range(max(1, min(slots, agent.max_slots, len(todo) or 1)))]
+    counts = {"played": 0, "kept": 0, "skipped": len(seeds) - len(todo)}
+    options = [{"task_index": k} if sweep else None for k, _ in todo]
+    for _, episode in run_episodes(envs, agent, [s for _, s in todo], env_id=env_id, options=options,
+                                   max_steps=max_steps):
+        counts["played"] += 1
+        if episode.won or not won_only:
+            write_episode(path, episode)
+            counts["kept"] += 1
+        if progress is not None:
+            progress(counts["played"], episode)
+    for env in envs:
+        env.close()
+    return counts

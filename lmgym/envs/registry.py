@@ -54,9 +54,14 @@ def unavailable_reason(entry: EnvEntry) -> str | None:
     return None
 
 
+def env_name(env_id: str) -> str:
+    """``"lmgym/HotPotQA-Gen-Easy-v0"`` -> ``"HotPotQA-Gen-Easy"``: the id without namespace and version."""
+    return env_id.split("/", 1)[-1].rsplit("-v", 1)[0]
+
+
 def family_of(env_id: str) -> str:
     """``"lmgym/HotPotQA-Gen-Easy-v0"`` -> ``"HotPotQA"``: the family an id belongs to."""
-    return env_id.split("/", 1)[-1].rsplit("-v", 1)[0].split("-", 1)[0]
+    return env_name(env_id).split("-", 1)[0]
 
 
 def register_env(entry: EnvEntry) -> None:

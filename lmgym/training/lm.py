@@ -4,14 +4,18 @@
 wires it as ``lmgym train lm|mdlm``). One readable file in the CleanRL manner: config, seeding,
 data, model, then the loop; ``--help`` lists every field.
 
-Data: JSON lines, either rollouts (`lmgym.rollouts.Episode` rows: each step becomes the pair
-``"Task: <task>\\nObservation: <observation>\\n"`` -> the step's ``Thought: ...\\nAction: ...``
-completion) or records (rows with ``prompt`` and ``completion``). Each pair is laid out as
-``[BOS] prompt [SEP] answer [EOS]`` (`lmgym.policies.tokenizer`), left-padded in a batch.
+Data: JSON lines, either records (rows with ``prompt`` and ``completion``, laid out as
+``[BOS] prompt [SEP] answer [EOS]``, `lmgym.policies.tokenizer`) or rollouts
+(`lmgym.rollouts.Episode` rows: multi-turn ReAct transcripts rendered exactly as
+`lmgym.agents.lm.LMAgent` prompts, through the tokenizer's chat template, with a role per token:
+`lmgym.training.transcripts`). Only tokens whose role is in ``--train-roles`` (the model's
+reasoning and actions by default) get a loss: observations and tool output never do. The
+prompt settings (``--instructions``, ``--few-shot``, ``--max-prompt-tokens``) are recorded in the
+checkpoint's meta (``react_prompt``), so the agent prompts the model as it was trained.
 
 Objectives:
 
-* ``ar``: next-token cross-entropy on the answer tokens (SFT; the prompt is context only).
+* ``ar``: next-token cross-entropy on the trained tokens (SFT; the rest is context only).
 * ``mdlm``: the masked-diffusion objective of LLaDA's SFT (Nie et al. 2025, arXiv:2502.09992,
   Eq. 5; MDLM, Sahoo et al. 2024, arXiv:2406.07524, Eq. 10 with the linear schedule): draw
   t ~ U(0, 1] per sequence, mask each answer token with probability t, and minimise
@@ -36,6 +40,7 @@ import math
 import sys
 import time
 from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -55,8 +60,11 @@ from lmgym.policies.models import (
     smollm2_folder,
 )
 from lmgym.policies.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, prompt_ids, train_bpe_tokenizer
+from lmgym.agents.prompts import PromptProfile, load_family_prompt, system_text
+from lmgym.envs.registry import family_of
 from lmgym.rollouts import Episode, format_completion
 from lmgym.training.lora import add_lora, trainable_parameters
+from lmgym.training.transcripts import ACT, CONTEXT, REASON, ROLE_NAMES, Example, encode_episodes
 
 #: Smallest masking rate: t ~ U(EPS, 1) keeps the 1/t weight bounded (MDLM, LLaDA use 1e-3).
 EPS = 1e-3
@@ -87,7 +95,13 @@ class LMTrainConfig:
     num_heads: int = 4
     """attention heads of a model built from scratch (2 key/value heads)"""
     max_prompt_tokens: int = 96
-    """prompts are cut to their first N tokens"""
+    """prompts are cut to their last N tokens; for rollouts, the transcript's history budget (as LMAgent's)"""
+    train_roles: tuple[str, ...] = ("reason", "act")
+    """token roles that get a loss (context, obs, reason, act; lmgym.training.transcripts)"""
+    instructions: bool = False
+    """rollouts: put the family's instructions in the system message"""
+    few_shot: int = 0
+    """rollouts: few-shot demonstrations in the system message"""
     max_answer_tokens: int = 128
     """longer answers are dropped (a cut record teaches broken records); mdlm pads to this length"""
     steps: int = 500
@@ -125,64 +139,97 @@ class LMTrainConfig:
 # --- data -------------------------------------------------------------------------------------
 
 
-def rollout_pairs(episode: Episode) -> list[tuple[str, str]]:
-    """(prompt, completion) per step of a rollout: the agent's ReAct turn given what it read."""
-    pairs = []
-    for step in episode.steps:
-        completion = step.completion or format_completion(step.reasoning, step.action)[0]
-        pairs.append((f"Task: {episode.task}\nObservation: {step.observation}\n", completion))
-    return pairs
-
-
-def load_pairs(paths: tuple[str, ...]) -> list[tuple[str, str]]:
-    """All (prompt, completion) pairs of rollout and record files, in file order."""
+def load_data(paths: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[Episode]]:
+    """The records (prompt, completion) and the rollouts of JSONL files, in file order."""
     if not paths:
         raise ValueError("no --data files given")
-    pairs = []
+    records, episodes = [], []
     for path in paths:
         for line, row in enumerate(read_jsonl(path), start=1):
             if "steps" in row:
-                pairs.extend(rollout_pairs(Episode.from_dict(row)))
+                episodes.append(Episode.from_dict(row))
             elif "prompt" in row and "completion" in row:
-                pairs.append((str(row["prompt"]), str(row["completion"])))
+                records.append((str(row["prompt"]), str(row["completion"])))
             else:
                 raise ValueError(f"{path}:{line}: expected a rollout (steps) or a record (prompt, completion)")
-    return pairs
+    return records, episodes
 
 
-def encode_pairs(tokenizer, pairs, cfg: LMTrainConfig) -> tuple[list[tuple[list[int], list[int]]], int]:
-    """Token ids of each pair that fits, and how many were dropped for length."""
-    encoded, dropped = [], 0
-    for prompt, answer in pairs:
-        answer_part = answer_ids(tokenizer, answer, cfg.max_answer_tokens, pad_to_max=cfg.objective == "mdlm")
+def corpus_texts(records: list[tuple[str, str]], episodes: list[Episode], cfg: "LMTrainConfig") -> Iterator[str]:
+    """The text a tokenizer made for this data learns from."""
+    for pair in records:
+        yield from pair
+    for episode in episodes:
+        yield episode.task
+        for step in episode.steps:
+            yield step.observation
+            yield step.completion or format_completion(step.reasoning, step.action)[0]
+    if episodes and (cfg.instructions or cfg.few_shot):
+        for family in sorted({family_of(e.env_id) for e in episodes}):
+            yield system_text(load_family_prompt(family), instructions=cfg.instructions, few_shot=cfg.few_shot)
+
+
+def prompt_profile(cfg: "LMTrainConfig") -> PromptProfile:
+    return PromptProfile(instructions=cfg.instructions, few_shot=cfg.few_shot, max_prompt_tokens=cfg.max_prompt_tokens)
+
+
+def encode_data(tokenizer, records, episodes, cfg: "LMTrainConfig") -> tuple[list[Example], int]:
+    """Training examples (ids, roles, answer start) of every record and rollout that fits, and
+    how many were dropped for length. Contexts are cut from the left to the model's room."""
+    examples, dropped = [], 0
+    for prompt, answer in records:
+        answer_part = answer_ids(tokenizer, answer, cfg.max_answer_tokens, pad_to_max=False)
         if answer_part is None:
             dropped += 1
             continue
-        encoded.append((prompt_ids(tokenizer, prompt, cfg.max_prompt_tokens), answer_part))
-    return encoded, dropped
+        context = prompt_ids(tokenizer, prompt, cfg.max_prompt_tokens)
+        examples.append(Example(context + answer_part, [CONTEXT] * len(context) + [ACT] * len(answer_part), len(context)))
+    for example in encode_episodes(tokenizer, episodes, prompt_profile(cfg), layout=cfg.objective):
+        if cfg.objective == "mdlm":
+            answer = example.ids[example.answer_start:] + [tokenizer.eos_token_id]
+            if len(answer) > cfg.max_answer_tokens:
+                dropped += 1
+                continue
+            keep = min(example.answer_start, cfg.max_prompt_tokens)
+            context = example.ids[example.answer_start - keep:example.answer_start]
+            roles = example.roles[example.answer_start - keep:example.answer_start] + example.roles[example.answer_start:] + [ACT]
+            examples.append(Example(context + answer, roles, len(context)))
+        else:
+            room = cfg.max_prompt_tokens + cfg.max_answer_tokens
+            examples.append(Example(example.ids[-room:], example.roles[-room:], len(example.ids[-room:])))
+    if cfg.objective == "mdlm":  # LLaDA pads answers with EOS to a fixed length
+        for example in examples:
+            short = cfg.max_answer_tokens - (len(example.ids) - example.answer_start)
+            example.ids += [tokenizer.eos_token_id] * short
+            example.roles += [ACT] * short
+    return examples, dropped
 
 
-def collate(examples: list[tuple[list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Left-padded batch: input_ids, attention_mask and answer_mask, all (B, T)."""
-    length = max(len(p) + len(a) for p, a in examples)
+def collate(examples: list[Example], pad_id: int, train_roles: tuple[int, ...] = (REASON, ACT)) -> dict[str, torch.Tensor]:
+    """Left-padded batch (B, T): input_ids, attention_mask, roles, answer_mask (the denoising
+    target: from each example's answer start on) and loss_mask (roles in `train_roles`)."""
+    length = max(len(e.ids) for e in examples)
     input_ids = torch.full((len(examples), length), pad_id, dtype=torch.long)
     attention = torch.zeros((len(examples), length), dtype=torch.long)
+    roles = torch.full((len(examples), length), CONTEXT, dtype=torch.long)
     answer = torch.zeros((len(examples), length), dtype=torch.bool)
-    for row, (prompt, ans) in enumerate(examples):
-        start = length - len(prompt) - len(ans)
-        input_ids[row, start:] = torch.tensor(prompt + ans)
+    for row, example in enumerate(examples):
+        start = length - len(example.ids)
+        input_ids[row, start:] = torch.tensor(example.ids)
         attention[row, start:] = 1
-        answer[row, length - len(ans):] = True
-    return {"input_ids": input_ids, "attention_mask": attention, "answer_mask": answer}
+        roles[row, start:] = torch.tensor(example.roles)
+        answer[row, start + example.answer_start:] = True
+    loss = torch.isin(roles, torch.tensor(train_roles)) & attention.bool()
+    return {"input_ids": input_ids, "attention_mask": attention, "roles": roles, "answer_mask": answer, "loss_mask": loss}
 
 
 # --- losses -----------------------------------------------------------------------------------
 
 
 def ar_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Mean next-token cross-entropy over answer tokens."""
+    """Mean next-token cross-entropy over the trained tokens (``loss_mask``)."""
     logits = model(batch["input_ids"], attention_mask=batch["attention_mask"]).logits  # (B, T, V)
-    targets = batch["input_ids"][:, 1:].masked_fill(~batch["answer_mask"][:, 1:], -100)  # (B, T-1)
+    targets = batch["input_ids"][:, 1:].masked_fill(~batch["loss_mask"][:, 1:], -100)  # (B, T-1)
     return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
 
 
@@ -227,8 +274,8 @@ def learning_rate(cfg: LMTrainConfig, step: int) -> float:
 # --- model ------------------------------------------------------------------------------------
 
 
-def build(cfg: LMTrainConfig, pairs, device: str | None):
-    """(model, tokenizer, base_folder) for a fresh run."""
+def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
+    """(model, tokenizer, base_folder) for a fresh run; a tokenizer made here learns `texts`."""
     bidirectional = cfg.objective == "mdlm"
     if cfg.init is None:
         if cfg.lora_r:
@@ -236,7 +283,7 @@ def build(cfg: LMTrainConfig, pairs, device: str | None):
         if cfg.tokenizer:
             tokenizer = load_tokenizer(cfg.tokenizer)
         else:  # the tokenizer learns from the same text the model will read
-            tokenizer = train_bpe_tokenizer((text for pair in pairs for text in pair), vocab_size=cfg.vocab_size)
+            tokenizer = train_bpe_tokenizer(texts, vocab_size=cfg.vocab_size)
         size = TinyConfig(hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
                           num_kv_heads=max(1, cfg.num_heads // 2), intermediate_size=3 * cfg.hidden_size,
                           max_positions=cfg.max_prompt_tokens + cfg.max_answer_tokens + 8)
@@ -264,19 +311,23 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
     checkpoint = out / "checkpoint"
-    pairs = load_pairs(cfg.data)
+    records, episodes = load_data(cfg.data)
+    unknown = set(cfg.train_roles) - set(ROLE_NAMES)
+    if unknown:
+        raise ValueError(f"--train-roles {sorted(unknown)} unknown; choose from {ROLE_NAMES}")
     start_step = 0
     if cfg.resume and read_meta(checkpoint).get("step") is not None:
         model, tokenizer, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
         start_step, base = meta["step"], meta.get("base_model")
     else:
-        model, tokenizer, base = build(cfg, pairs, cfg.device)
+        model, tokenizer, base = build(cfg, corpus_texts(records, episodes, cfg), cfg.device)
         model.train()
     device = model.device
-    examples, dropped = encode_pairs(tokenizer, pairs, cfg)
+    examples, dropped = encode_data(tokenizer, records, episodes, cfg)
     if not examples:
         raise ValueError(f"no pair fits --max-answer-tokens {cfg.max_answer_tokens} ({dropped} dropped)")
     mask_id = tokenizer.mask_token_id if cfg.objective == "mdlm" else None
+    train_roles = tuple(ROLE_NAMES.index(r) for r in cfg.train_roles)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
     if start_step:
@@ -284,7 +335,8 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     trainable, total = trainable_parameters(model)
     meta = {"kind": cfg.objective, "mask_token_id": mask_id, "base_model": base, "train_config": asdict(cfg),
             "max_prompt_tokens": cfg.max_prompt_tokens, "max_answer_tokens": cfg.max_answer_tokens,
-            "pairs": len(examples), "dropped_for_length": dropped, "parameters": total, "trainable_parameters": trainable}
+            "pairs": len(examples), "dropped_for_length": dropped, "parameters": total, "trainable_parameters": trainable,
+            "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False} if episodes else None}
 
     def save(step: int) -> None:
         save_checkpoint(checkpoint, model, tokenizer, {**meta, "step": step}, optimizer)
@@ -297,7 +349,7 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     for step in bar:
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)  # batch and masks of step k
         rows = torch.randint(len(examples), (cfg.batch_size,), generator=generator).tolist()
-        batch = collate([examples[i] for i in rows], tokenizer.pad_token_id)
+        batch = collate([examples[i] for i in rows], tokenizer.pad_token_id, train_roles)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(cfg, step)
         if cfg.objective == "mdlm":

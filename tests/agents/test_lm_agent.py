@@ -153,3 +153,19 @@ def test_the_benchmark_runner_batches_lm_agents_with_the_same_rows(tiny_ar_folde
     tiny = [r for r in rows["three"] if r["agent"] == "tiny"]
     assert all(r["completion_tokens"] > 0 and r["error"] is None for r in tiny)
     assert {c["agent"] for c in summary["cells"]} == {"random", "tiny"}
+
+
+def test_react_paper_demonstrations_follow_the_task_type():
+    from lmgym.data import data_root
+
+    if data_root() is None or not (data_root() / "alfworld" / "react_prompts").is_dir():
+        pytest.skip("needs LMGYM_DATA/alfworld/react_prompts")
+    backend = Scripted(["Thought: look.\nAction: look"] * 2)
+    agent = LMAgent(backend=backend, few_shot=2, demonstrations="react-paper")
+    env = gym.make("lmgym/ALFWorld-v0", split="valid_seen")
+    _, info = env.reset(seed=0)
+    run_episode(env, agent, seed=0, max_steps=2)
+    system = backend.asked[0][0][0][0]["content"]
+    assert system.count("Example ") == 2 and "Action: " in system and "put" in system
+    with pytest.raises(ValueError, match="ALFWorld only"):
+        run_episode(gym.make("lmgym/KeyDoor-v0"), agent, seed=0, max_steps=1)

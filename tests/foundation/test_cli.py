@@ -85,7 +85,7 @@ def test_a_bug_inside_lmgym_keeps_its_traceback(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("a bug, not the user's input")
 
-    monkeypatch.setattr(lmgym.agents.runner, "run_episode", broken)
+    monkeypatch.setattr(lmgym.agents.runner, "record_rollouts", broken)
     with pytest.raises(KeyError, match="a bug"):
         main(["rollout", "lmgym/KeyDoor-v0", "--out", str(tmp_path / "r.jsonl"), "--quiet"])
 

@@ -11,7 +11,7 @@ from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.policies.diffusion import generate
 from lmgym.policies.tokenizer import decode_answer, prompt_ids
 from lmgym.rollouts import Episode, Step, write_episode
-from lmgym.training.lm import LMTrainConfig, load_pairs, main, mdlm_loss, train
+from lmgym.training.lm import LMTrainConfig, load_data, main, mdlm_loss, train
 
 TINY = dict(vocab_size=300, hidden_size=32, num_layers=2, num_heads=2, max_prompt_tokens=16, max_answer_tokens=24,
             batch_size=8, warmup=5, log_every=5, threads=1, quiet=True)
@@ -121,22 +121,25 @@ def test_save_load_gives_the_same_outputs(records, tmp_path):
     assert meta_again == meta
 
 
-def test_rollout_files_become_react_pairs(tmp_path):
+def test_rollout_files_train_on_their_transcripts_and_record_the_prompt(tmp_path):
     path = tmp_path / "rollouts.jsonl"
     step = Step(observation="You see a door.", action="open door", reward=1.0, terminated=True, truncated=False,
                 action_valid=True, won=True, reasoning="The door is closed.")
     write_episode(path, Episode(env_id="lmgym/KeyDoor-v0", seed=0, task="open the door", agent="expert", steps=[step]))
-    assert load_pairs((str(path),)) == [("Task: open the door\nObservation: You see a door.\n",
-                                         "Thought: The door is closed.\nAction: open door")]
-    metrics = train(config(path, tmp_path / "out", objective="ar", steps=2, log_every=1, max_answer_tokens=64))
-    assert metrics["train/step"] == 2 and {"train/loss", "train/lr", "train/grad_norm"} <= set(metrics)
+    records, [episode] = load_data((str(path),))
+    assert records == [] and episode.steps[0].action == "open door"
+    for objective in ("ar", "mdlm"):
+        metrics = train(config(path, tmp_path / objective, objective=objective, steps=2, log_every=1, max_answer_tokens=64))
+        assert metrics["train/step"] == 2 and {"train/loss", "train/lr", "train/grad_norm"} <= set(metrics)
+        meta = load_checkpoint(tmp_path / objective / "checkpoint")[2]
+        assert meta["react_prompt"] == {"instructions": False, "few_shot": 0, "show_actions": False, "max_prompt_tokens": 16}
 
 
 def test_bad_rows_and_lora_without_a_base_are_clear_errors(tmp_path):
     path = tmp_path / "bad.jsonl"
     append_jsonl(path, {"text": "no prompt"})
     with pytest.raises(ValueError, match="bad.jsonl:1"):
-        load_pairs((str(path),))
+        load_data((str(path),))
     append_jsonl(tmp_path / "ok.jsonl", {"prompt": "a", "completion": "b"})
     with pytest.raises(ValueError, match="needs --init"):
         train(config(tmp_path / "ok.jsonl", tmp_path / "out", lora_r=4))

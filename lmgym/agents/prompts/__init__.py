@@ -111,15 +111,62 @@ def render_messages(system: str, task: str, turns: list[Turn], first_kept: int =
     return messages
 
 
+@dataclass(frozen=True)
+class PromptProfile:
+    """How a transcript is prompted: what a checkpoint trained on it records (``react_prompt``
+    in its meta) so `lmgym.agents.lm.LMAgent` prompts it the same way."""
+
+    instructions: bool = False
+    few_shot: int = 0
+    show_actions: bool = False
+    max_prompt_tokens: int = 384
+
+
+#: Tokens a chat template adds around each message (roles, delimiters): an allowance, not exact.
+MESSAGE_OVERHEAD = 6
+
+
+def observation_tokens(count, turn: Turn) -> int:
+    """The budget a turn's observation (and listed actions) takes, by the tokenizer's `count`."""
+    return count(turn.observation) + MESSAGE_OVERHEAD + sum(count(a) + 1 for a in turn.actions)
+
+
+def completion_tokens(count, completion: str) -> int:
+    return count(completion) + MESSAGE_OVERHEAD
+
+
+def transcript_budget(count, system: str, task: str, max_prompt_tokens: int) -> int:
+    """What is left for the turns once the system message and the task line are counted."""
+    return max_prompt_tokens - count(system) - count(task) - 2 * MESSAGE_OVERHEAD
+
+
+def advance_window(lengths: list[int], first_kept: int, budget: int) -> int:
+    """The first turn a transcript keeps, given each turn's tokens and the transcript's budget.
+
+    Nothing moves while the kept turns fit. When they overflow, the cut jumps ahead until they
+    fill at most 3/4 of the budget, so the next turns keep the same beginning (a session's KV
+    cache stays valid) instead of moving the cut every step. The newest turn is always kept.
+    """
+    newest = len(lengths) - 1
+    if sum(lengths[first_kept:]) <= budget:
+        return first_kept
+    while first_kept < newest and sum(lengths[first_kept:]) > 0.75 * budget:
+        first_kept += 1
+    return first_kept
+
+
 def messages_as_text(messages: list[dict[str, str]]) -> str:
     """A transcript as plain text (how demonstrations appear inside the system message)."""
     return "".join(m["content"] if m["role"] != "assistant" else m["content"] + "\n" for m in messages)
 
 
-def system_text(prompt: FamilyPrompt, *, instructions: bool, few_shot: int) -> str:
-    """The system message: instructions, then `few_shot` demonstrations of training tasks."""
+def system_text(prompt: FamilyPrompt, *, instructions: bool, few_shot: int,
+                demos: tuple[str, ...] | None = None) -> str:
+    """The system message: instructions, then `few_shot` demonstrations of training tasks
+    (the family's, or the given `demos`)."""
     parts = [prompt.instructions.strip() + "\n"] if instructions else []
-    demos = demonstrations(prompt.family, few_shot) if few_shot else ()
+    if demos is None:
+        demos = demonstrations(prompt.family, few_shot) if few_shot else ()
     if demos:
         parts.append("Here are examples.\n")
         parts.extend(f"Example {k + 1}:\n{demo}" for k, demo in enumerate(demos))
@@ -159,7 +206,8 @@ def demonstrations(family: str, count: int) -> tuple[str, ...]:
     return tuple(demos)
 
 
-def react_paper_demonstrations(data_root: Path, task_type: str, count: int = 2) -> tuple[str, ...]:
+@functools.lru_cache(maxsize=None)
+def react_paper_demonstrations(alfworld_folder: Path, task_type: str, count: int = 2) -> tuple[str, ...]:
     """The ReAct paper's own ALFWorld few-shot transcripts for `task_type`, in our turn format.
 
     ``react_prompts/alfworld_3prompts.json`` (ysymyth/ReAct) holds ``react_<type>_<k>``
@@ -170,7 +218,10 @@ def react_paper_demonstrations(data_root: Path, task_type: str, count: int = 2) 
     names = {"pick_and_place_simple": "put", "pick_clean_then_place_in_recep": "clean",
              "pick_heat_then_place_in_recep": "heat", "pick_cool_then_place_in_recep": "cool",
              "pick_two_obj_and_place": "puttwo", "look_at_obj_in_light": "examine"}
-    prompts = json.loads((data_root / "alfworld" / "react_prompts" / "alfworld_3prompts.json").read_text())
+    path = alfworld_folder / "react_prompts" / "alfworld_3prompts.json"
+    if not path.exists():
+        raise FileNotFoundError(f"the ReAct paper's ALFWorld prompts are not at {path} (ysymyth/ReAct prompts/)")
+    prompts = json.loads(path.read_text())
     demos = []
     for k in range(count):
         raw = prompts[f"react_{names[task_type]}_{k}"].strip().split("\n")

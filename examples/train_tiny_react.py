@@ -1,0 +1,115 @@
+"""Train tiny ReAct agents on a family's grounded teacher, then evaluate them as `lm` agents.
+
+1. Data: the grounded teacher (agent ``teacher``, which acts only on what it has seen) plays
+   *training* seeds ``1_000_000 + k``; its won episodes are the SFT set (`record_rollouts`,
+   resumable).
+2. An autoregressive model (a small Llama built from scratch, its BPE trained on the data)
+   learns the teacher's Thought/Action turns with `lmgym.training.lm`: multi-turn transcripts,
+   loss on the reasoning and action tokens only, rendered exactly as `LMAgent` prompts.
+3. A masked-diffusion model starts from that AR model (AR-to-diffusion adaptation: attention
+   made bidirectional, then LLaDA's SFT objective with the semi-autoregressive block masks).
+4. Both play held-out seeds ``0..N-1`` as `lm` agents in `lmgym bench`, beside random and the
+   teacher on the same seeds (``--eval-env`` adds envs, e.g. the real ALFWorld valid_unseen).
+
+    python examples/train_tiny_react.py --env lmgym/ALFWorld-Gen-v0 --out runs/react/alfworld
+    python examples/train_tiny_react.py --env lmgym/ALFWorld-Gen-v0 --out runs/react/alfworld \\
+        --eval-env "lmgym/ALFWorld-v0(split=valid_unseen)" --install
+
+``--install`` writes both models in half precision to ``lmgym/policies/checkpoints/react/``
+(``<family>-ar``, ``<family>-mdlm``), the folders `LMAgent(model=...)` and the README use.
+
+Smoke test: --env lmgym/KeyDoor-v0 --teacher expert --out {tmp}/react --episodes 4 --ar-steps 3 --mdlm-steps 3 --eval-episodes 1 --hidden-size 32 --max-eval-steps 2
+"""
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+import lmgym  # noqa: F401  (registers the envs)
+from lmgym.agents.registry import make_agent
+from lmgym.agents.runner import record_rollouts
+from lmgym.benchmarks.runner import run_benchmark
+from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
+from lmgym.benchmarks.suites import probe
+from lmgym.envs.registry import family_of
+from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
+from lmgym.training.lm import LMTrainConfig, train
+
+REACT_CHECKPOINTS = Path(lmgym.__file__).resolve().parent / "policies" / "checkpoints" / "react"
+TRAIN_SEEDS_FROM = 1_000_000
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--env", default="lmgym/ALFWorld-Gen-v0", help="env whose training seeds the teacher plays")
+parser.add_argument("--out", default="runs/react")
+parser.add_argument("--episodes", type=int, default=2000, help="teacher episodes played on training seeds")
+parser.add_argument("--teacher", default="teacher", help="the demonstrator (KeyDoor has no grounded teacher: its expert sees no hidden state but the key's room)")
+parser.add_argument("--ar-steps", type=int, default=1500)
+parser.add_argument("--mdlm-steps", type=int, default=1500)
+parser.add_argument("--hidden-size", type=int, default=128)
+parser.add_argument("--num-layers", type=int, default=4)
+parser.add_argument("--vocab-size", type=int, default=1024)
+parser.add_argument("--max-prompt-tokens", type=int, default=320, help="the transcript's history budget")
+parser.add_argument("--max-answer-tokens", type=int, default=64)
+parser.add_argument("--batch-size", type=int, default=16)
+parser.add_argument("--lr", type=float, default=3e-3)
+parser.add_argument("--eval-episodes", type=int, default=100, help="held-out seeds 0..N-1")
+parser.add_argument("--eval-env", action="append", default=[],
+                    help="more envs to evaluate on, as ID or ID(key=value, ...); a finite split is played once, whole")
+parser.add_argument("--max-eval-steps", type=int, default=None, help="cap on steps per evaluation episode")
+parser.add_argument("--batch", type=int, default=8, help="episodes each LM agent plays at once")
+parser.add_argument("--threads", type=int, default=1)
+parser.add_argument("--install", action="store_true", help=f"copy the models in half precision to {REACT_CHECKPOINTS}")
+args = parser.parse_args()
+torch.set_num_threads(args.threads)
+out = Path(args.out)
+family = family_of(args.env).lower()
+started = time.time()
+
+# --- 1. data: the grounded teacher on training seeds ---
+rollouts = out / "teacher_rollouts.jsonl"
+counts = record_rollouts(args.env, make_agent(args.teacher), range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.episodes),
+                         rollouts, won_only=True)
+print(f"teacher: {counts} -> {rollouts} ({time.time() - started:.0f} s)")
+
+# --- 2. the autoregressive agent ---
+common = dict(data=(str(rollouts),), vocab_size=args.vocab_size, hidden_size=args.hidden_size,
+              num_layers=args.num_layers, num_heads=4, max_prompt_tokens=args.max_prompt_tokens,
+              max_answer_tokens=args.max_answer_tokens, batch_size=args.batch_size, lr=args.lr, seed=0,
+              threads=args.threads, log_every=50, save_every=250)
+metrics = train(LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps,
+                              warmup=min(100, args.ar_steps // 10 + 1), **common))
+print(f"ar: {metrics} ({time.time() - started:.0f} s)")
+
+# --- 3. the masked-diffusion agent, adapted from the AR one ---
+metrics = train(LMTrainConfig(objective="mdlm", out=str(out / "mdlm"), steps=args.mdlm_steps,
+                              init=str(out / "ar" / "checkpoint"), mask_schedule="blocks", block_length=32,
+                              warmup=min(100, args.mdlm_steps // 10 + 1), **common))
+print(f"mdlm: {metrics} ({time.time() - started:.0f} s)")
+
+# --- 4. evaluation on held-out seeds, beside random and the teacher ---
+lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": args.threads}}
+agents = (AgentSpec("random"), AgentSpec(args.teacher),
+          AgentSpec("tiny-ar", "lm", {"model": str(out / "ar" / "checkpoint"), **lm}),
+          AgentSpec("tiny-mdlm", "lm", {"model": str(out / "mdlm" / "checkpoint"), **lm}))
+envs = [EnvSpec(args.env)]
+for text in args.eval_env:  # a finite split is swept: every task once
+    env_id, kwargs = parse_call(text)
+    tasks = probe(env_id, kwargs).num_tasks
+    envs.append(EnvSpec(env_id, kwargs, sweep=tasks is not None, episodes=tasks))
+spec = BenchmarkSpec(f"react-{family}", tuple(envs), agents, episodes=args.eval_episodes, base_seed=0,
+                     max_steps=args.max_eval_steps)
+summary = run_benchmark(spec, out / "eval", quiet=True)
+print((out / "eval" / "summary.md").read_text())
+print(f"total {time.time() - started:.0f} s")
+
+if args.install:
+    for kind in ("ar", "mdlm"):
+        model, tokenizer, meta = load_checkpoint(out / kind / "checkpoint")
+        meta = {**meta, "recipe": f"python examples/train_tiny_react.py --env {args.env} --install",
+                "eval": {c["env"] + "/" + c["agent"]: c["success_rate"] for c in summary["cells"]}}
+        target = save_checkpoint(REACT_CHECKPOINTS / f"{family}-{kind}", model.half(), tokenizer, meta)
+        print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.1f} MB)")
+        (target / "eval.json").write_text(json.dumps(summary["cells"], indent=2) + "\n")
