@@ -186,7 +186,10 @@ class TokenIds(gym.Wrapper):
 
     def __init__(self, env: gym.Env, encoder: TokenEncoder | None = None):
         super().__init__(env)
-        slots = getattr(env, "max_actions", None)  # an AdmissibleActions inside sets the slots
+        try:  # an AdmissibleActions inside sets the slots
+            slots = env.get_wrapper_attr("max_actions")
+        except AttributeError:
+            slots = None
         self.encoder = encoder or TokenEncoder(max_actions=slots or admissible_slots(env))
         if slots is not None and slots != self.encoder.max_actions:
             raise ValueError(f"the encoder has {self.encoder.max_actions} action rows but AdmissibleActions "
