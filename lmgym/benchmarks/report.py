@@ -69,6 +69,8 @@ def summarize(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> dict[str, Any]
                 "mean_steps": steps / n if n else None,
                 "invalid_action_rate": sum(r["invalid_actions"] for r in group) / steps if steps else None,
                 "tokens_per_episode": _mean([r["prompt_tokens"] + r["completion_tokens"] for r in group]),
+                "prompt_tokens_per_episode": _mean([r["prompt_tokens"] for r in group]),
+                "completion_tokens_per_episode": _mean([r["completion_tokens"] for r in group]),
                 "seconds_per_episode": _mean([r["seconds"] for r in group]),
                 "errors": len(failed),
                 "first_error": failed[0]["error"].splitlines()[0] if failed else None,
@@ -86,8 +88,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     qa_head, qa_rule = (" EM | F1 |", " ---: | ---: |") if qa else ("", "")
     lines = [f"## Benchmark `{summary['spec_id']}`", "",
              f"| env | agent | episodes | success (95% CI) | mean return | score |{qa_head} mean steps | "
-             "invalid-action rate | s/episode | errors |",
-             f"| --- | --- | ---: | --- | ---: | ---: |{qa_rule} ---: | ---: | ---: | ---: |"]
+             "invalid-action rate | prompt tokens/episode | completion tokens/episode | s/episode | errors |",
+             f"| --- | --- | ---: | --- | ---: | ---: |{qa_rule} ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in summary["cells"]:
         success = "-" if c["success_rate"] is None else (
             f"{c['success_rate']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}]")
@@ -95,7 +97,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         qa_cells = f" {_fmt(c.get('mean_em'), 3)} | {_fmt(c.get('mean_f1'), 3)} |" if qa else ""
         lines.append(f"| {c['env']} | {c['agent']} | {episodes} | {success} | {_fmt(c['mean_return'])} | "
                      f"{_fmt(c['mean_score'], 3)} |{qa_cells} {_fmt(c['mean_steps'], 1)} | "
-                     f"{_fmt(c['invalid_action_rate'])} | {_fmt(c['seconds_per_episode'], 3)} | {c['errors']} |")
+                     f"{_fmt(c['invalid_action_rate'])} | {_fmt(c['prompt_tokens_per_episode'], 1)} | "
+                     f"{_fmt(c['completion_tokens_per_episode'], 1)} | {_fmt(c['seconds_per_episode'], 3)} | {c['errors']} |")
     errors = [c for c in summary["cells"] if c["first_error"]]
     if errors:
         lines += ["", "Episodes that raised are not in the rates above (a rerun retries them). Errors (first per cell):"] + [f"- {c['env']} / {c['agent']}: `{c['first_error']}`" for c in errors]

@@ -6,6 +6,11 @@
   wrote the folder (a folder holds one spec; another spec there is refused, naming what differs),
 * ``episodes.jsonl``: one row per episode, appended atomically as each finishes
   (`lmgym.io.append_jsonl`), so a crash loses at most the episodes in flight,
+* ``transcripts.jsonl`` (unless ``transcripts=False``): each episode in the rollout format
+  (`lmgym.rollouts`: observations, completions with their spans, actions, rewards, info) plus
+  its row's ``key``; the row's ``transcript`` column names this file (None when not recorded).
+  A transcript is written before its row, so a crash between the two leaves a transcript
+  whose episode reruns on resume: readers take the last transcript of a key,
 * ``summary.json``, ``summary.md``, ``success.png``, ``returns.png`` (`lmgym.benchmarks.report`).
 
 Resume: calling it again with the same folder repairs a partial last line, skips every job
@@ -33,12 +38,15 @@ from tqdm import tqdm
 import lmgym
 from lmgym.agents.registry import resolve_agent
 from lmgym.benchmarks.backends import Backend, all_jobs, job_key, make_backend
+from lmgym.benchmarks.backends.worker import ROLLOUT_FIELD
 from lmgym.benchmarks.report import write_report
 from lmgym.benchmarks.spec import BenchmarkSpec
 from lmgym.io import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 
 #: Row fields that legitimately differ between two runs of the same spec.
 NONDETERMINISTIC_FIELDS = ("seconds",)
+#: The file of a run folder that holds its episodes' transcripts (rollout format).
+TRANSCRIPTS_FILE = "transcripts.jsonl"
 
 
 class SpecMismatchError(ValueError):
@@ -154,6 +162,7 @@ def run_benchmark(
     address: str | None = None,
     quiet: bool = False,
     plots: bool = True,
+    transcripts: bool = True,
     on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run (or finish) `spec` into `out`; return the summary dict.
@@ -164,6 +173,7 @@ def run_benchmark(
         address: Ray cluster address (``"auto"``, ``"ray://host:10001"``); local Ray if None.
         quiet: no progress bar (CI).
         plots: write the PNG plots.
+        transcripts: record each episode's rollout in ``transcripts.jsonl``.
         on_row: called with each new row after it is on disk (tests inject faults here).
     """
     out = Path(out)
@@ -185,8 +195,13 @@ def run_benchmark(
             try:
                 runner.start(spec)
                 for row in runner.run(pending):
+                    rollout = row.pop(ROLLOUT_FIELD, None)
                     if row["key"] in done:  # a retried job that had in fact finished
                         continue
+                    row["transcript"] = None
+                    if transcripts and rollout is not None:
+                        append_jsonl(out / TRANSCRIPTS_FILE, {**rollout, "key": row["key"]})
+                        row["transcript"] = TRANSCRIPTS_FILE
                     append_jsonl(episodes_path, row)
                     rows_by_key[row["key"]] = row
                     if row.get("error") is None:

@@ -36,6 +36,8 @@ so the tool call decodes first.
 
 from __future__ import annotations
 
+import inspect
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -183,6 +185,25 @@ def generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | None = 
     return x
 
 
+def cache_argument(model) -> str | None:
+    """The keyword under which ``model``'s forward takes a KV cache, or None if it takes none.
+
+    Fast-dLLM's caches feed a span that starts mid-sequence, so the forward must take a cache and
+    ``position_ids``. Transformers 5 models name the cache ``cache`` (``past_key_values`` before);
+    a forward with ``**kwargs`` (a PEFT wrapper, a counting lambda) is taken to pass both on.
+    LLaDA-8B's published forward names neither (and asserts that no cache is used): None.
+    """
+    try:
+        parameters = inspect.signature(getattr(model, "forward", model)).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: nothing to inspect
+        return None
+    passes_on = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    named = next((name for name in ("cache", "past_key_values") if name in parameters), None)
+    if not ("position_ids" in parameters or passes_on):
+        return None
+    return named or ("cache" if passes_on else None)
+
+
 def _drop_span(cache: DynamicCache, start: int, end: int) -> None:
     """Remove time steps [start, end) from every layer of `cache`, in place."""
     for layer in cache.layers:
@@ -242,9 +263,11 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
     computes the keys of ``[0, block start)`` once per block, from the canvas at the block's
     start, and later steps feed ``x[:, block start:]``. "dual" (Fast-dLLM's DualCache) also
     caches the keys of the masked suffix after the block, so later steps feed the block alone;
-    it is for bidirectional models (a causal model would see the suffix). Both need a Hugging
-    Face model taking ``cache=`` and ``position_ids=``; their keys go stale as the block fills,
-    the approximation Fast-dLLM measures as near-lossless. ``on_step(x, forward_passes)`` is
+    it is for bidirectional models (a causal model would see the suffix). Both need a forward
+    taking a cache and ``position_ids`` (`cache_argument`); for a model without (LLaDA-8B's
+    published code) they fall back to "none" with a one-line warning, once per model class.
+    The cached keys go stale as the block fills, the approximation Fast-dLLM measures as
+    near-lossless. ``on_step(x, forward_passes)`` is
     called after each commit, e.g. to dispatch a tool call as soon as its span is decoded.
 
     ``eos_id``: stop after a block once every row has committed an EOS; the later blocks are
@@ -253,6 +276,12 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
     """
     if cache not in CACHES:
         raise ValueError(f"cache must be one of {CACHES}, got {cache!r}")
+    cache_kwarg = cache_argument(model) if cache != "none" else None
+    if cache != "none" and cache_kwarg is None:
+        # the message names the class, so Python's default filter shows it once per class
+        warnings.warn(f"fast_generate: {type(model).__name__}.forward takes no KV cache and position_ids; "
+                      f"cache={cache!r} falls back to 'none'", stacklevel=2)
+        cache = "none"
     num_blocks = _check_layout(steps, gen_length, block_length)
     steps_per_block = steps // num_blocks
     prompt_len = prompt.shape[1]
@@ -282,15 +311,15 @@ def fast_generate(model, prompt: torch.Tensor, attention_mask: torch.Tensor | No
                 # The first step of a block sees the whole canvas and fills the cache; only the
                 # keys outside the fed span stay (prefix [0, start), and for "dual" [end, L) too).
                 kv = DynamicCache()
-                logits, offset = model(x, attention_mask=attention_mask, cache=kv, use_cache=True).logits, 0
+                logits, offset = model(x, attention_mask=attention_mask, use_cache=True, **{cache_kwarg: kv}).logits, 0
                 fed_end = end if cache == "dual" else length
                 _drop_span(kv, start, fed_end)
                 # keys are ordered [kept cache | fed span]: the attention mask follows that order
                 step_mask = None if attention_mask is None else torch.cat(
                     [attention_mask[:, :start], attention_mask[:, fed_end:], attention_mask[:, start:fed_end]], dim=1)
             else:
-                logits = model(x[:, start:fed_end], attention_mask=step_mask, cache=kv, use_cache=True,
-                               position_ids=positions[:, start:fed_end]).logits
+                logits = model(x[:, start:fed_end], attention_mask=step_mask, use_cache=True,
+                               position_ids=positions[:, start:fed_end], **{cache_kwarg: kv}).logits
                 kv.crop(start - fed_end)  # the fed span's keys change every step: drop them
                 offset = start
             passes += 1

@@ -34,6 +34,11 @@ class Job:
     episode: int  # k: seed base_seed + k, and task k when the env sweeps
 
 
+#: The key under which `EpisodeWorker.run` returns the episode's rollout (`Episode.to_dict()`)
+#: beside its row; the runner takes it out before the row is written.
+ROLLOUT_FIELD = "rollout"
+
+
 def job_key(spec: BenchmarkSpec, job: Job) -> str:
     """The identity of a row: resume and de-duplication compare these."""
     return f"{spec.envs[job.env].name}|{spec.agents[job.agent].name}|{job.episode}"
@@ -54,6 +59,26 @@ def _final_scores(info_json: str) -> dict[str, float | None]:
     info = json.loads(info_json)
     return {key: float(info[key]) if isinstance(info.get(key), (int, float)) and not isinstance(info.get(key), bool)
             else None for key in SCORE_KEYS}
+
+
+def episode_columns(rollout: dict[str, Any]) -> dict[str, Any]:
+    """The row columns of one episode in the rollout format (`lmgym.rollouts.Episode.to_dict`).
+
+    Computed from the steps alone (missing step fields take their `Step` defaults), so a
+    rollout file written by any lmgym agent or wrapper summarises like a benchmark row.
+    """
+    steps = rollout.get("steps") or []
+    last = steps[-1] if steps else {}
+    return {
+        "task": rollout.get("task", ""), "return": float(sum(s.get("reward", 0.0) for s in steps)),
+        "won": bool(last.get("won", False)), "steps": len(steps),
+        "invalid_actions": sum(not s.get("action_valid", True) for s in steps),
+        "truncated": bool(last.get("truncated", False)),
+        "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in steps),
+        "completion_tokens": sum(s.get("completion_tokens", 0) for s in steps),
+        "format_errors": sum(bool(json.loads(s.get("agent_json") or "{}").get("format_error")) for s in steps),
+        **_final_scores(last.get("info_json", "{}")),
+    }
 
 
 class EpisodeWorker:
@@ -91,15 +116,8 @@ class EpisodeWorker:
 
     @staticmethod
     def _finish(row: dict[str, Any], episode) -> dict[str, Any]:
-        last = episode.steps[-1]
-        row.update({
-            "task": episode.task, "return": episode.return_, "won": episode.won, "steps": episode.length,
-            "invalid_actions": episode.invalid_actions, "truncated": last.truncated,
-            "prompt_tokens": sum(s.prompt_tokens for s in episode.steps),
-            "completion_tokens": sum(s.completion_tokens for s in episode.steps),
-            "format_errors": sum(bool(json.loads(s.agent_json).get("format_error")) for s in episode.steps),
-            **_final_scores(last.info_json), "error": None,
-        })
+        rollout = episode.to_dict()
+        row.update({**episode_columns(rollout), "error": None, ROLLOUT_FIELD: rollout})
         return row
 
     @staticmethod
@@ -107,11 +125,12 @@ class EpisodeWorker:
         row.update({"task": "", "return": 0.0, "won": False, "steps": 0, "invalid_actions": 0,
                     "truncated": False, "prompt_tokens": 0, "completion_tokens": 0, "format_errors": 0,
                     **dict.fromkeys(SCORE_KEYS),
-                    "error": f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-3)}"})
+                    "error": f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-3)}", ROLLOUT_FIELD: None})
         return row
 
     def run(self, job: Job) -> dict[str, Any]:
-        """Play one episode; an env or agent failure becomes a row with ``error`` set.
+        """Play one episode: its row, with the rollout under `ROLLOUT_FIELD` (None when the
+        env or agent failed; such a row has ``error`` set).
 
         ``seconds`` is the episode alone: making the env and the agent (data loading, models)
         happens before the clock starts, once per worker.
