@@ -16,7 +16,7 @@ BENCH_OUT   ?= runs/bench
 PYTEST_ARGS ?=
 STAMP       := $(VENV)/.lmgym-installed
 
-.PHONY: install test bench browser clean
+.PHONY: install test bench browser system-tools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,17 +32,22 @@ $(STAMP): setup.cfg pyproject.toml constraints.txt | $(PY)
 
 install: $(STAMP)
 
-# Headless Chromium for the WebShop browser test (Debian's package; Playwright's own
-# browser download cannot work offline). Skipped without root or apt.
-browser:
-	@if ! command -v chromium >/dev/null 2>&1; then \
+# Debian packages that tests drive: headless Chromium for the WebShop browser test (Playwright's
+# own browser download cannot work offline) and tmux for the `lmgym play` terminal tests.
+# Skipped without root or apt; those tests then skip and say why.
+SYSTEM_TOOLS := chromium tmux
+system-tools:
+	@missing=""; for tool in $(SYSTEM_TOOLS); do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-	      || echo "warning: could not install chromium; browser tests will be skipped"; \
-	  else echo "note: chromium not installed (needs root + apt); browser tests will be skipped"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null) \
+	      || echo "warning: could not install$$missing; their tests will be skipped"; \
+	  else echo "note:$$missing not installed (needs root + apt); their tests will be skipped"; fi; \
 	fi
 
-test: install browser
+browser: system-tools
+
+test: install system-tools
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
 bench: install

@@ -5,7 +5,8 @@ so both agents see the same games. The first expert episode is printed as a tran
 the expert's reasoning line, its action and what the game answers.
 
 Run: python examples/alfworld_play.py --split valid_unseen --episodes 134
-Needs the ALFWorld data (LMGYM_DATA=/path/to/data with alfworld/json_2.1.1/...).
+
+Needs data: alfworld
 
 Smoke test: --episodes 2
 """
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 
 import lmgym  # noqa: F401  registers lmgym/ALFWorld-v0
+from lmgym.data import exit_if_data_missing
 from lmgym.agents.base import ExpertAgent, RandomAgent
 from lmgym.agents.runner import run_episode
 
@@ -41,7 +43,8 @@ def parse_args() -> Args:
 
 if __name__ == "__main__":
     args = parse_args()
-    env = gym.make("lmgym/ALFWorld-v0", split=args.split, engine=args.engine)
+    with exit_if_data_missing():  # one line, not a traceback, without LMGYM_DATA
+        env = gym.make("lmgym/ALFWorld-v0", split=args.split, engine=args.engine)
 
     # ---- one expert episode, as a transcript ------------------------------------------
     episode = run_episode(env, ExpertAgent(), seed=0, options={"task_index": 0})

@@ -22,7 +22,8 @@ from lmgym.policies.models import load_smollm2
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--max-new-tokens", type=int, default=40)
-parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--threads", type=int, default=1,
+                    help="torch threads (1 keeps a shared CPU fast; raise it on a machine of your own)")
 args = parser.parse_args()
 torch.set_num_threads(args.threads)
 

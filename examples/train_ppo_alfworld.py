@@ -15,6 +15,8 @@ alone won 0/50 in an earlier run.
 
     LMGYM_DATA=/path/to/data python examples/train_ppo_alfworld.py --steps 20000 --out runs/ppo-alfworld
 
+Needs data: alfworld
+
 Smoke test: --steps 256 --episodes 2 --out {tmp}/ppo-alfworld
 """
 
@@ -31,6 +33,7 @@ import lmgym  # noqa: F401  registers the ids
 from lmgym.benchmarks.report import summary_markdown
 from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+from lmgym.data import exit_if_data_missing
 from lmgym.envs.sb3_wrappers import admissible_slots
 from lmgym.training.ppo import PPOConfig, plot_learning_curve, train
 
@@ -53,11 +56,14 @@ parser.add_argument("--out", default="runs/ppo-alfworld")
 def main() -> None:
     args = parser.parse_args()
     out = Path(args.out)
+    # Stage 3 and the evaluation play the official games: without them, stop before training.
+    eval_kwargs = {"split": "valid_seen", "task_types": TASK_TYPES}
+    with exit_if_data_missing():
+        games = gym.make("lmgym/ALFWorld-v0", **eval_kwargs).unwrapped.num_tasks
 
     # ---- train: one short run per stage, each from the last one's policy ----------------------
     # One encoder for every stage and the evaluation: as many action slots as the largest
     # admissible list any of their games can show, so no action is unplayable.
-    eval_kwargs = {"split": "valid_seen", "task_types": TASK_TYPES}
     slots = max(admissible_slots(gym.make(env_id, **env_kwargs))
                 for _, env_id, env_kwargs, _ in CURRICULUM + [("eval", "lmgym/ALFWorld-v0", eval_kwargs, 0)])
     # gamma 0.99 over 50-step episodes.
@@ -67,7 +73,8 @@ def main() -> None:
         config = PPOConfig(env_id=env_id, env_kwargs=json.dumps(env_kwargs), steps=max(int(args.steps * share), 1),
                            max_actions=slots, max_tokens=96, n_steps=128, gamma=0.99, ent_coef=0.01,
                            learning_rate=1e-3, init_from=model_path, out=str(stage_out), quiet=True,
-                           eval_episodes=0, checkpoint_every=0)
+                           progress_every=max(args.steps // 20, 1), eval_episodes=0, checkpoint_every=0)
+        print(f"stage {k} ({label}): training {config.steps} steps", flush=True)
         result = train(config)
         print(f"stage {k} ({label}): {slots} action slots, {result['steps']} steps in {result['train_seconds']} s, "
               f"{result['training_episodes']} episodes")
@@ -80,7 +87,6 @@ def main() -> None:
         model_path = str(stage_out / "model.zip")
 
     # ---- evaluate on valid_seen: every pick_and_place_simple game once, paired agents --------
-    games = gym.make("lmgym/ALFWorld-v0", **eval_kwargs).unwrapped.num_tasks
     spec = BenchmarkSpec(
         id="ppo-alfworld",
         envs=(EnvSpec("lmgym/ALFWorld-v0", eval_kwargs, sweep=True, episodes=min(args.episodes or games, games),

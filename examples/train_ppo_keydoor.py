@@ -8,6 +8,7 @@ text env as an lmgym Agent (`ppo`), so the benchmark runner compares it like any
     python examples/train_ppo_keydoor.py --steps 10000 --out runs/ppo-keydoor
 
 Smoke test: --steps 512 --episodes 2 --out {tmp}/ppo
+Smoke expects: /512:
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def main() -> None:
 
     # ---- train: writes progress.csv (rollout/, train/ metrics), learning_curve.csv/.png, model.zip
     result = train(PPOConfig(env_id="lmgym/KeyDoor-v0", steps=args.steps, out=str(out / "train"), quiet=True,
-                             eval_episodes=0, checkpoint_every=0))
-    print(f"trained {result['steps']} steps in {result['train_seconds']} s ({result['training_episodes']} episodes)")
+                             progress_every=max(args.steps // 10, 1), eval_episodes=0, checkpoint_every=0))
+    print(f"trained {result['timesteps']} steps in {result['train_seconds']} s ({result['training_episodes']} episodes)")
 
     # ---- benchmark the trained policy beside random and expert, paired seeds -----------------
     spec = BenchmarkSpec(

@@ -15,6 +15,8 @@ schema-valid and passing the task's semantic checks) so they fit the 128-token a
 ``--init smollm2`` instead adapts SmolLM2-135M into a diffusion LM (bidirectional attention,
 a [MASK] token, continued training): the AR-to-diffusion recipe.
 
+Needs data: truthfulqa self_instruct super_natural_instructions multiwoz
+
 Smoke test: --out {tmp}/mdlm --ar-steps 4 --steps 4 --per-task 8 --samples 2 --hidden-size 32 --num-layers 1
 """
 
@@ -23,6 +25,7 @@ import json
 import time
 from pathlib import Path
 
+from lmgym.data import exit_if_data_missing
 from lmgym.envs.promptedit.edits import specified_prompt
 from lmgym.envs.promptedit.generators import training_pairs
 from lmgym.envs.promptedit.judge import JudgeCluster
@@ -59,9 +62,10 @@ out = Path(args.out)
 
 # --- data: (prompt, record) pairs of every task, as a records file ---
 records_file = out / "records.jsonl"
+with exit_if_data_missing():  # one line, not a traceback, without LMGYM_DATA
+    tasks = {name: load_task(name) for name in TASKS}
 if not records_file.exists():
-    for name in TASKS:
-        task = load_task(name)
+    for name, task in tasks.items():
         pairs = training_pairs(task, seed=0, per_record=VARIANTS[name], compact=COMPACT_WORDS)
         for prompt, record in pairs[: args.per_task and args.per_task * VARIANTS[name]]:
             append_jsonl(records_file, {"prompt": prompt, "completion": record, "task": name})
@@ -92,8 +96,7 @@ print(f"trained {args.ar_steps} AR + {config.steps} MDLM steps in {time.time() -
 generator = DiffusionRecordGenerator(out / "checkpoint", threads=args.threads)
 prompts = {"starting": {}, "specified": {}}
 rows = []
-for name in TASKS:
-    task = load_task(name)
+for name, task in tasks.items():
     judge = JudgeCluster(task)
     prompts["starting"][name], prompts["specified"][name] = task.initial_prompt, specified_prompt(task)
     for kind in prompts:

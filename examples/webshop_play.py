@@ -3,7 +3,9 @@
 Episode k is the split's goal k (``options={"task_index": k}``), seeded with k, for every
 agent, so the comparison is paired. WebShop's success is the share of purchases with reward
 1.0; its score is the mean reward x 100. ``--episodes 500`` sweeps the whole test split.
-Needs LMGYM_DATA pointing at a folder with webshop/ (see the README).
+``--env-id lmgym/WebShop-Gen-v0`` shops in a generated catalogue instead (no data).
+
+Needs data: webshop
 
 Smoke test: --episodes 2 --show 1
 """
@@ -15,6 +17,7 @@ import gymnasium as gym
 
 import lmgym  # noqa: F401  registers the lmgym/... ids
 from lmgym.agents import ExpertAgent, RandomAgent, run_episode
+from lmgym.data import exit_if_data_missing
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--env-id", default="lmgym/WebShop-v0")
@@ -27,7 +30,8 @@ parser.add_argument("--agents", default="expert,random", help="comma-separated: 
 parser.add_argument("--show", type=int, default=1, help="print the transcripts of this many expert episodes")
 args = parser.parse_args()
 
-env = gym.make(args.env_id, split=args.split, goal_source=args.goal_source, observation_mode=args.observation_mode)
+with exit_if_data_missing():  # one line, not a traceback, without LMGYM_DATA
+    env = gym.make(args.env_id, split=args.split, goal_source=args.goal_source, observation_mode=args.observation_mode)
 agents = {"expert": ExpertAgent(), "random": RandomAgent()}
 
 for name in args.agents.split(","):

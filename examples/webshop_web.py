@@ -56,8 +56,8 @@ text_env = gym.make(args.env_id, **env_kwargs)
 with httpx.Client(base_url=base_url, follow_redirects=True, timeout=120) as browser:
     for seed in range(args.episodes):
         _, info = text_env.reset(seed=seed)
-        page = browser.get(f"/?seed={seed}")
-        session_path = page.url.path
+        page = browser.get(f"/?seed={seed}")  # redirects to /session/<id>/search
+        session_path = page.url.path.rsplit("/", 1)[0]  # where the page's forms post
         print(f"\nseed {seed}: {info['task']}")
         terminated = truncated = False
         while not (terminated or truncated):
@@ -65,9 +65,9 @@ with httpx.Client(base_url=base_url, follow_redirects=True, timeout=120) as brow
             # What the page's form posts: the search box and its button, or one button's value.
             form = ({"action": "search", "keywords": action[len("search["):-1]}
                     if action.startswith("search[") else {"action": action})
-            page = browser.post(session_path, data=form)
+            page = browser.post(session_path, data=form)  # redirects to the new page's own address
             _, reward, terminated, truncated, info = text_env.step(action)
-            print(f"  {action:60s} -> {info['page']}")
+            print(f"  {action[:60]:60s} -> {page.url.path}")
         web_reward = float(re.search(r'data-reward="([0-9.]+)"', page.text).group(1))
         assert web_reward == reward, (web_reward, reward)
         terms = {k: v for k, v in info["reward_info"].items() if k.startswith(("r_", "title", "query", "category"))}

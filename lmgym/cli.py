@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
+
 class InputError(Exception):
     """Something the user named cannot be used (an env id, its kwargs, an agent, a file)."""
 
@@ -50,6 +51,7 @@ def resolve(what: str, build: Callable, *args, **kwargs):
     except _RESOLUTION_ERRORS as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         raise InputError(f"{what}: {message}") from error
+
 
 #: `lmgym train NAME ...` runs `main(argv)` of these modules (each a CleanRL-style script).
 TRAINERS = {
@@ -83,45 +85,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 # -- play ----------------------------------------------------------------------------------
-PLAY_HELP = """Type an action in the env's grammar, or the number of an admissible action.
-  help   this text
-  hint   the expert's next action (where the env has one)
-  quit   leave (also Ctrl-D)"""
+def cmd_play(args: argparse.Namespace) -> int:
+    from lmgym.play import make_env, play
 
-
-def cmd_play(args: argparse.Namespace, input_fn: Callable[[str], str] = input) -> int:
-    import gymnasium as gym
-
-    env = resolve(args.env_id, gym.make, args.env_id, **args.env_kwargs)
-    observation, info = env.reset(seed=args.seed)
-    print(f"Task: {info['task']}\n\n{observation}")
-    total = 0.0
-    while True:
-        actions = info["admissible_actions"]
-        if actions:
-            print("\nAdmissible: " + "  ".join(f"[{i}] {a}" for i, a in enumerate(actions)))
-        try:
-            line = input_fn("> ").strip()
-        except (EOFError, KeyboardInterrupt):
-            print()
-            return 0
-        if line in ("quit", "exit", "q"):
-            return 0
-        if line == "help":
-            print(PLAY_HELP)
-            continue
-        if line == "hint":
-            print(info.get("expert_action", "(this env has no expert)"))
-            continue
-        if line.isdigit() and int(line) < len(actions):
-            line = actions[int(line)]
-        observation, reward, terminated, truncated, info = env.step(line)
-        total += float(reward)
-        print(f"\n{observation}")
-        if terminated or truncated:
-            outcome = "won" if info["won"] else ("out of steps" if truncated else "episode over")
-            print(f"\n[{outcome}] return {total:g}")
-            return 0
+    return play(args.env_id, seed=args.seed, env_kwargs=args.env_kwargs,
+                make=lambda env_id, kwargs: resolve(env_id, make_env, env_id, kwargs))
 
 
 # -- rollout -------------------------------------------------------------------------------
@@ -166,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     sub.add_parser("list", help="list environment ids").set_defaults(func=cmd_list)
 
-    play = sub.add_parser("play", help="play an environment in the terminal")
+    play = sub.add_parser("play", help="play an environment in the terminal (:help inside lists its commands)")
     play.add_argument("env_id")
     play.add_argument("--seed", type=int, default=0)
     play.add_argument("--env-kwargs", type=_json_kwargs, default={}, help="JSON object passed to gymnasium.make")

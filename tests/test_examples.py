@@ -2,11 +2,14 @@
 
 Each example's module docstring has a line ``Smoke test: ARGS`` (``{tmp}`` is replaced by a
 temporary folder); an example without one fails here, so none goes untested. Optional lines
-``Smoke expects: TEXT`` name text its output must contain.
+``Smoke expects: TEXT`` name text its output must contain. An example whose smoke test reads real data
+says which ``LMGYM_DATA`` folders in a line ``Needs data: FOLDER ...``: without them it must stop
+with one line that says so (no traceback), and the README's examples table marks it.
 """
 
 import ast
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -14,12 +17,26 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
+from lmgym.data import data_root
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.py"))
+#: A hang guard, not a speed test: the smoke budgets take seconds (docs list them).
+TIMEOUT_S = 600
 
 
 def smoke_lines(path: Path, key: str) -> list[str]:
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     return [line.split(":", 1)[1].strip() for line in doc.splitlines() if line.strip().startswith(key)]
+
+
+def needed_folders(path: Path) -> list[str]:
+    return [folder for line in smoke_lines(path, "Needs data:") for folder in line.split()]
+
+
+def _missing(folders: list[str]) -> list[str]:
+    root = data_root()
+    return [f for f in folders if root is None or not (root / f).is_dir()]
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
@@ -28,8 +45,23 @@ def test_example_runs_with_tiny_budget(path, tmp_path):
     assert lines, f"{path.name}: add a 'Smoke test: ARGS' line to its docstring"
     args = [a.replace("{tmp}", str(tmp_path)) for a in shlex.split(lines[0])]
     result = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
-                            cwd=tmp_path, env={**os.environ, "MPLBACKEND": "Agg"}, timeout=900)
+                            cwd=tmp_path, env={**os.environ, "MPLBACKEND": "Agg"}, timeout=TIMEOUT_S)
+    missing = _missing(needed_folders(path))
+    if missing:  # the documented behaviour without the data: one line, no traceback
+        message = [line for line in result.stderr.splitlines() if line.strip() and "it/s]" not in line]
+        assert result.returncode != 0 and len(message) == 1, result.stderr[-3000:]
+        assert "LMGYM_DATA" in message[0] and "Traceback" not in result.stderr
+        pytest.skip(f"{path.name} needs LMGYM_DATA/{', '.join(missing)}; it said so in one line")
     assert result.returncode == 0, f"{path.name} failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
     assert result.stdout.strip(), f"{path.name} printed nothing"
     for expected in smoke_lines(path, "Smoke expects:"):
         assert expected in result.stdout, f"{path.name}: output lacks {expected!r}"
+
+
+def test_readme_examples_table_marks_the_ones_that_need_data():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `examples/([a-z0-9_]+\.py)` \|.*\| ([^|]*) \|$", readme, flags=re.M))
+    assert set(rows) == {p.name for p in EXAMPLES}, "the README's examples table lists every example"
+    for path in EXAMPLES:
+        marked = "LMGYM_DATA" in rows[path.name]
+        assert marked == bool(needed_folders(path)), f"{path.name}: its README row and 'Needs data:' line disagree"

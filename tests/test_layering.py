@@ -19,7 +19,7 @@ LAYERS = {
     "lmgym.agents": 3, "lmgym.testing": 3,
     "lmgym.training": 4,
     "lmgym.benchmarks": 5,
-    "lmgym.cli": 6, "lmgym.__main__": 6,
+    "lmgym.cli": 6, "lmgym.__main__": 6, "lmgym.play": 6,
 }
 NEURAL = ("torch", "transformers", "peft", "accelerate", "stable_baselines3", "sb3_contrib")
 

@@ -17,6 +17,12 @@ DISTRACTORS = ("apple", "candle", "map", "old boot", "teacup", "umbrella")
 DIRECTIONS = {"north": (-1, 0), "south": (1, 0), "west": (0, -1), "east": (0, 1)}
 
 
+def with_article(noun: str) -> str:
+    """The noun with its indefinite article: "an iron key", "a brass key" (every item name
+    here starts with a vowel letter exactly when it starts with a vowel sound)."""
+    return f"{'an' if noun[0] in 'aeiou' else 'a'} {noun}"
+
+
 class KeyDoorEnv(TextEnv):
     """Find the key, unlock the vault door, enter the vault.
 
@@ -51,7 +57,8 @@ class KeyDoorEnv(TextEnv):
     ``size`` (rooms per side, default 2), ``num_distractors`` (extra items, default 0).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release; items read "an iron key", "an apple" (was "a iron key") since the
+      article fix, the one change to observations in v0.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -155,7 +162,7 @@ class KeyDoorEnv(TextEnv):
         parts = [f"You are in the {self.rooms[self.position]}."]
         parts.append(f"Exits: {', '.join(exits)}." if exits else "There are no exits.")
         if self.items[self.position]:
-            parts.append("You see: " + ", ".join(f"a {i}" for i in sorted(self.items[self.position])) + ".")
+            parts.append("You see: " + ", ".join(map(with_article, sorted(self.items[self.position]))) + ".")
         if self.position == self.door_room:
             parts.append("The vault door is " + ("unlocked." if self.unlocked else "locked."))
         return " ".join(parts)

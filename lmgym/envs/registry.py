@@ -34,6 +34,8 @@ class EnvEntry:
     #: Share of seeded episodes the env's own expert must win (the test matrix checks it);
     #: below 1.0 only where the env says why (e.g. WebShop's search can miss the product).
     expert_min_success: float = 1.0
+    #: Kwargs `lmgym play` adds for a person (``--env-kwargs`` overrides them).
+    play_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 ENVS: dict[str, EnvEntry] = {}
@@ -97,6 +99,7 @@ def _register_all() -> None:
         "Search a 1,000-product shop and buy what an instruction asks (WebShop, test split)",
         max_episode_steps=15, requires_data="webshop",
         requires_modules=("bm25s", "Stemmer", "rapidfuzz", "spacy"), expert_min_success=0.8,
+        play_kwargs={"observation_mode": "text_rich"},  # people read lines; agents keep the [SEP] view
     ))
     # WebShop over a procedural catalogue in the official layout (num_products up to 100,000;
     # no data needed). Same pages, search, goals, reward and expert as WebShop-v0.
@@ -104,6 +107,7 @@ def _register_all() -> None:
         "lmgym/WebShop-Gen-v0", "lmgym.envs.webshop.gen:WebShopGenEnv",
         "WebShop over a generated catalogue (procedural, 1,000 products by default, up to 100,000)",
         max_episode_steps=15, requires_modules=("bm25s", "Stemmer", "rapidfuzz", "spacy"),
+        play_kwargs={"observation_mode": "text_rich"},
     ))
 
     # --- HotPotQA search: ReAct's search[]/lookup[]/finish[] over real paragraphs, offline ---

@@ -346,6 +346,8 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     tokens, started = 0, time.time()
     bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps, disable=cfg.quiet or not sys.stderr.isatty(),
                desc=f"train {cfg.objective}")
+    # Off a terminal (logs, CI) there is no bar: a line every tenth of the run shows progress instead.
+    report_every = 0 if cfg.quiet or not bar.disable else max(cfg.steps // 10, 1)
     for step in bar:
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)  # batch and masks of step k
         rows = torch.randint(len(examples), (cfg.batch_size,), generator=generator).tolist()
@@ -368,6 +370,9 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
                        "train/tokens_per_s": tokens / max(1e-9, time.time() - started)}
             append_jsonl(out / "metrics.jsonl", metrics)
             bar.set_postfix(loss=f"{metrics['train/loss']:.3f}")
+        if report_every and ((step + 1) % report_every == 0 or step + 1 == cfg.steps):
+            print(f"train {cfg.objective} step {step + 1}/{cfg.steps}: loss {loss.item():.4f}, "
+                  f"{time.time() - started:.0f} s", flush=True)
         if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
             save(step + 1)
     if start_step < cfg.steps:

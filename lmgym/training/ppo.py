@@ -101,10 +101,33 @@ class PPOConfig:
     """episodes of the final evaluation, PPO vs random on the same seeds (0: skip)"""
     quiet: bool = False
     """no SB3 stdout table"""
+    progress_every: int = 0
+    """print one short progress line every this many env steps (0: none; quiet runs use it)"""
     init_from: str | None = None
     """model.zip whose policy (and optimiser state) this run starts from: the next stage of a
     curriculum, e.g. easy ALFWorld-Gen households before the official games (the encoder
     settings must match the earlier run's)"""
+
+
+class ProgressLine(BaseCallback):
+    """Prints ``step k/N: E episodes, the last 20 won W%, S s`` every `every` env steps."""
+
+    def __init__(self, every: int, total: int, curve: "LearningCurveCallback"):
+        super().__init__()
+        self.every, self.total, self.curve = every, total, curve
+        self.next = every
+
+    def _on_training_start(self) -> None:
+        self.started = time.perf_counter()
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next:
+            recent = self.curve.rows[-20:]
+            won = f", the last {len(recent)} won {sum(r['won'] for r in recent) / len(recent):.0%}" if recent else ""
+            print(f"  step {self.num_timesteps}/{self.total}: {len(self.curve.rows)} episodes{won}, "
+                  f"{time.perf_counter() - self.started:.0f} s", flush=True)
+            self.next += self.every
+        return True
 
 
 class LearningCurveCallback(BaseCallback):
@@ -209,6 +232,9 @@ def train(config: PPOConfig) -> dict:
     # ---- callbacks: learning curve, checkpoints ------------------------------------------
     curve = LearningCurveCallback(out / "learning_curve.csv")
     callbacks: list[BaseCallback] = [curve]
+    if config.progress_every:
+        rollout = config.n_steps * config.num_envs  # SB3 trains whole rollouts: steps rounded up
+        callbacks.append(ProgressLine(config.progress_every, -(-config.steps // rollout) * rollout, curve))
     if config.checkpoint_every:
         callbacks.append(CheckpointCallback(max(config.checkpoint_every // config.num_envs, 1),
                                             str(out / "checkpoints"), name_prefix="ppo"))

@@ -30,3 +30,17 @@ def test_family_variable_wins_over_lmgym_data(monkeypatch, tmp_path):
     monkeypatch.setenv("ALFWORLD_DATA", str(own))
     monkeypatch.setenv("LMGYM_DATA", str(tmp_path / "elsewhere"))
     assert find_data("alfworld", **SPEC) == own
+
+
+def test_a_script_without_its_data_stops_with_one_line(monkeypatch):
+    from lmgym.data import exit_if_data_missing
+
+    monkeypatch.delenv("LMGYM_DATA", raising=False)
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    with pytest.raises(SystemExit) as stop:
+        with exit_if_data_missing():
+            find_data("alfworld", **SPEC)
+    message = stop.value.code
+    assert isinstance(message, str) and "\n" not in message
+    assert message.startswith("No alfworld data found: neither ALFWORLD_DATA nor LMGYM_DATA is set.")
+    assert "set LMGYM_DATA to a folder holding alfworld/" in message

@@ -34,6 +34,18 @@ def test_exact_feedback_strings():
     assert obs == "You enter the vault. You won!" and reward == 1.0 and terminated and info["won"]
 
 
+def test_items_take_the_right_article():
+    env = gym.make("lmgym/KeyDoor-Large-v0")
+    seen = set()
+    for seed in range(40):  # the rooms the expert walks through
+        episode = run_episode(env, ExpertAgent(), seed=seed)
+        for observation in [step.observation for step in episode.steps] + [episode.final_observation]:
+            if "You see: " in observation:
+                seen.update(observation.split("You see: ", 1)[1].split(".", 1)[0].split(", "))
+    assert {"an iron key", "an apple", "an umbrella", "an old boot", "a brass key"} <= seen, seen
+    assert not [item for item in seen if item.startswith("a ") and item[2] in "aeiou"], seen
+
+
 def test_admissible_actions_all_parse():
     env = gym.make("lmgym/KeyDoor-Large-v0")
     _, info = env.reset(seed=4)

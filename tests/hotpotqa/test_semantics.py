@@ -91,9 +91,13 @@ def test_lookup_walks_the_last_page_then_no_more_results(env, official):
 def test_think_invalid_and_finish(env):
     observation, reward, terminated, _, info = env.step("think[I should search VIVA Media.]")
     assert (observation, reward, terminated, info["action_valid"]) == ("Nice thought.", 0.0, False, True)
-    for junk in ("hello", "search VIVA Media", "search[]", "jump[VIVA Media]", ""):
+    for junk in ("hello", "search VIVA Media", "search[]", "lookup[]", "lookup[  ]", "jump[VIVA Media]", ""):
         observation, _, terminated, _, info = env.step(junk)
         assert observation == f"Invalid action: {junk}" and not info["action_valid"] and not terminated
+    assert env.unwrapped.tools.lookup("") == "Invalid action: lookup[]"
+    # A huge invalid action is echoed cut at 80 characters, as WebShop does.
+    observation, _, _, _, info = env.step("x" * 1_000_000)
+    assert observation == "Invalid action: " + "x" * 80 + "..." and not info["action_valid"]
     observation, reward, terminated, _, info = env.step("finish[Gesellschaft mit beschränkter Haftung.]")
     assert (observation, reward, terminated, info["won"]) == ("Episode finished, reward = 1", 1.0, True, True)
     assert (info["em"], info["f1"], info["precision"], info["recall"]) == (1.0, 1.0, 1.0, 1.0)

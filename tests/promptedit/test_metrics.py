@@ -146,3 +146,24 @@ def test_language_model_memo_is_bounded_in_megabytes():
     assert per_entry <= NgramLM.MEMO_ENTRY_BYTES
     lm.perplexity(texts)
     assert len(lm._memo) <= lm.memo_entries == int(0.25 * 2**20) // NgramLM.MEMO_ENTRY_BYTES
+
+
+@pytest.mark.parametrize("value", [
+    "a short value",
+    'He said "no" to the ' + "very " * 20 + "long question",
+    "ünïcödé " * 20,
+    ["first answer", "second answer", "third answer", "fourth answer", "fifth answer"],
+    {"question": "What is " + "x" * 80, "answer": "y"},
+])
+def test_feedback_shortens_a_repeated_value_keeping_its_closing_quote_or_bracket(value):
+    from lmgym.envs.promptedit.judge import shorten_json
+
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    shown = shorten_json(text)
+    assert len(shown) <= 60
+    if len(text) <= 60:
+        assert shown == text
+    elif isinstance(value, str):
+        assert json.loads(shown).endswith("...") and shown.endswith('..."')  # still one JSON string
+    else:
+        assert shown.endswith("..." + text[-1])

@@ -68,10 +68,19 @@ class SearchState:
     surfaced: set[str] = field(default_factory=set)  # titles named in any observation
 
 
+#: Characters of an invalid action echoed back (WebShop's limit): a megabyte of junk is not worth reading.
+MAX_ECHO = 80
+
+
+def invalid(action: str) -> str:
+    """ReAct's ``Invalid action: <action>``, the action cut at `MAX_ECHO` characters."""
+    return f"Invalid action: {action if len(action) <= MAX_ECHO else action[:MAX_ECHO] + '...'}"
+
+
 def search_observation(engine: SearchEngine, query: str) -> str:
     """What ``step("search[query]")`` shows for `query` with `engine` (an empty query is invalid)."""
     if not query.strip():
-        return f"Invalid action: search[{query}]"
+        return invalid(f"search[{query}]")
     return engine.search(query).observation
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from lmgym.envs.core import TextEnv
 from lmgym.envs.hotpotqa import scoring
 from lmgym.envs.hotpotqa.corpus import Corpus, Question, load_questions, question_corpus, shared_corpus, short_title
-from lmgym.envs.hotpotqa.engine import (SearchEngine, SearchState, apply_lookup, apply_search, lookup,
+from lmgym.envs.hotpotqa.engine import (SearchEngine, SearchState, apply_lookup, apply_search, invalid, lookup,
                                         parse_action)
 from lmgym.envs.hotpotqa.expert import expert_step
 from lmgym.envs.hotpotqa.retrieval import RetrieverFactory, nearest_titles, resolve_retriever
@@ -83,12 +83,10 @@ class SearchQAEnv(TextEnv):
             return observation, reward, finished, self._info(valid)
 
     def _apply(self, action: str, parsed: tuple[str, str] | None) -> tuple[str, bool]:
-        if parsed is None:
-            return f"Invalid action: {action}", False
+        if parsed is None or (parsed[0] in ("search", "lookup") and not parsed[1].strip()):
+            return invalid(action), False
         verb, argument = parsed
         if verb == "search":
-            if not argument.strip():
-                return f"Invalid action: {action}", False
             outcome = self.engine.search(argument)
             apply_search(self.state, argument, outcome)
             return outcome.observation, True
@@ -114,6 +112,8 @@ class SearchQAEnv(TextEnv):
 
     def preview_lookup(self, keyword: str) -> str:
         """What ``step("lookup[keyword]")`` would return from the current state."""
+        if not keyword.strip():
+            return invalid(f"lookup[{keyword}]")
         with self._lock:
             return lookup(self.state, keyword).observation
 
@@ -188,7 +188,8 @@ class HotPotQAEnv(SearchQAEnv):
       (case-insensitive): ``(Result i / N) sentence``, then ``No more results.``.
     * ``think[thought]``: ``Nice thought.``
     * ``finish[answer]``: ends the episode: ``Episode finished, reward = 1`` (or 0).
-    * anything else: ``Invalid action: <action>`` (``action_valid=False``; so is ``search[]``).
+    * anything else: ``Invalid action: <action>`` (``action_valid=False``; so are ``search[]``
+      and ``lookup[]`` with blank arguments), the action cut at 80 characters.
 
     ## Observation Space
     Text: ``Question: <question>`` after reset, then the feedback of the last action.

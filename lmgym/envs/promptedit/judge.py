@@ -269,6 +269,21 @@ def find_repeats(records: Sequence[dict[str, Any]], batch_size: int,
     return sorted(repeats, key=lambda r: (-r[2], r[0]))
 
 
+def shorten_json(value: str, limit: int = 60) -> str:
+    """A JSON value cut to about `limit` characters with its closing quote or bracket kept:
+    ``"a long answer..."``, ``["one", "two", ...]``."""
+    if len(value) <= limit:
+        return value
+    decoded = json.loads(value)
+    if isinstance(decoded, str):  # cut the text, not its JSON: no half escape, the closing quote stays
+        text = decoded[:limit]
+        while len(json.dumps(text + "...", ensure_ascii=False)) > limit and text:
+            text = text[:-1]
+        return json.dumps(text.rstrip() + "...", ensure_ascii=False)
+    closing = value[-1] if value[-1] in "]}" else ""
+    return value[:limit - 3 - len(closing)] + "..." + closing
+
+
 def describe(findings: Findings) -> list[str]:
     """Natural-language statements about a batch, worst problems first, metrics last."""
     b, m = findings.batch_size, findings.metrics
@@ -284,8 +299,7 @@ def describe(findings: Findings) -> list[str]:
     for name, count in sorted(findings.failed_checks.items(), key=lambda kv: (-kv[1], kv[0])):
         statements.append(f"{count} of {findings.valid} schema-valid records fail the check {name}.")
     for name, value, count, present in findings.repeats[:2]:
-        shown = value if len(value) <= 60 else value[:57] + "..."
-        statements.append(f"The {name} repeats the same value {shown} in {count} of {present} records.")
+        statements.append(f"The {name} repeats the same value {shorten_json(value)} in {count} of {present} records.")
     if findings.copies:
         statements.append(f"{findings.copies} of {b} records copy a reference record verbatim.")
     statements.append(

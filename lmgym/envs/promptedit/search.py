@@ -11,6 +11,7 @@ hill-climbs over phrase-level edits with a held-out score).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from lmgym.envs.promptedit.edits import apply_edit
 from lmgym.envs.promptedit.env import PromptEditEnv
@@ -24,23 +25,33 @@ class ClimbResult:
     evaluations: int = 0  # generator calls spent
 
 
-def greedy_hill_climb(env: PromptEditEnv, start_prompt: str, steps: int, search_seed: int) -> ClimbResult:
-    """Climb from `start_prompt` with at most `steps` library edits (see the module docstring)."""
+def greedy_hill_climb(env: PromptEditEnv, start_prompt: str, steps: int, search_seed: int,
+                      progress: Callable[[str], None] | None = None) -> ClimbResult:
+    """Climb from `start_prompt` with at most `steps` library edits (see the module docstring).
+
+    `progress`, when given, receives one line per judged candidate and per step taken (each
+    candidate costs a generator call: seconds with the default diffusion generator).
+    """
+    say = progress or (lambda line: None)
     prompt = start_prompt
     best, _ = env.evaluate(prompt, search_seed)
     result = ClimbResult(prompt, best.reward, evaluations=1)
     for _ in range(steps):
         candidates = []
-        for command in env.library.admissible_commands(prompt):  # sorted: ties break the same way every run
+        commands = env.library.admissible_commands(prompt)  # sorted: ties break the same way every run
+        for k, command in enumerate(commands, start=1):
             candidate = apply_edit(prompt, command).prompt
             verdict, _ = env.evaluate(candidate, search_seed)
             result.evaluations += 1
             candidates.append((verdict.reward, command, candidate))
+            say(f"  step {len(result.edits) + 1}, candidate {k}/{len(commands)}: reward {verdict.reward:.3f}  {command[:70]}")
         if not candidates:
             break
         reward, command, candidate = max(candidates, key=lambda c: c[0])  # first of the best in sorted order
         if reward <= result.reward:
+            say(f"  no edit beats reward {result.reward:.3f}: stop")
             break
+        say(f"  keep {command[:70]} (reward {result.reward:.3f} -> {reward:.3f})")
         prompt = candidate
         result.prompt, result.reward = candidate, reward
         result.edits.append(command)

@@ -132,7 +132,7 @@ def _record_schema(properties: dict[str, Any]) -> dict[str, Any]:
 def _truthfulqa() -> SchemaTask:
     folder = find_data(
         "truthfulqa", required=["TruthfulQA_v1_817.csv"],
-        layout="truthfulqa/TruthfulQA_v1_817.csv  (Type, Category, Question, Best Answer, Correct Answers, "
+        layout="  truthfulqa/TruthfulQA_v1_817.csv  (Type, Category, Question, Best Answer, Correct Answers, "
                "Incorrect Answers, Source; answers separated by '; ')",
         source="https://github.com/sylinrl/TruthfulQA (TruthfulQA.csv)",
     )
@@ -173,7 +173,7 @@ def _truthfulqa() -> SchemaTask:
 def _self_instruct() -> SchemaTask:
     folder = find_data(
         "self_instruct", required=["seed_tasks.jsonl"],
-        layout="self_instruct/seed_tasks.jsonl  (one JSON per line: id, name, instruction, "
+        layout="  self_instruct/seed_tasks.jsonl  (one JSON per line: id, name, instruction, "
                "instances[{input, output}], is_classification)",
         source="https://github.com/yizhongw/self-instruct (data/seed_tasks.jsonl)",
     )
@@ -209,7 +209,7 @@ def _self_instruct() -> SchemaTask:
 def _super_ni() -> SchemaTask:
     folder = find_data(
         "super_natural_instructions", required=["tasks/task*.json"],
-        layout="super_natural_instructions/tasks/task<N>_<name>.json  (Definition, Positive Examples, "
+        layout="  super_natural_instructions/tasks/task<N>_<name>.json  (Definition, Positive Examples, "
                "Instances[{id, input, output}], ...)",
         source="https://github.com/allenai/natural-instructions (tasks/)",
     )
@@ -263,8 +263,8 @@ TIME_PATTERN = re.compile(r"^([01]\d|2[0-3]):[0-5]\d$")
 def _multiwoz_folder() -> Path:
     return find_data(
         "multiwoz", required=["convlab_format/val.json.zip", "convlab_format/test.json.zip", "db/*_db.json"],
-        layout="multiwoz/convlab_format/{val,test}.json.zip  (ConvLab MultiWOZ 2.0: dialogue id -> goal, "
-               "log[{text, metadata, ...}])\nmultiwoz/db/<domain>_db.json",
+        layout="  multiwoz/convlab_format/val.json.zip, test.json.zip  (ConvLab MultiWOZ 2.0: dialogue id -> goal, "
+               "log[{text, metadata, ...}])\n  multiwoz/db/<domain>_db.json  (the MultiWOZ databases)",
         source="https://github.com/ConvLab/ConvLab (data/multiwoz) and https://github.com/budzianowski/multiwoz (db/)",
     )
 

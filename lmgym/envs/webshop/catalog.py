@@ -38,11 +38,11 @@ ATTRIBUTES_FILE = "items_ins_v2_1000.json"
 HUMAN_INSTRUCTIONS_FILES = ("items_human_ins.json", "items_human_ins_subset13_reconstructed.json")
 REVIEWS_FILE = "reviews.json"
 
-DATA_LAYOUT = f"""webshop/
-  {ITEMS_FILE}      raw products (asin, name, full_description, small_description, pricing, ...)
-  {ATTRIBUTES_FILE}  per asin: attributes, instruction, instruction_attributes
-  items_human_ins*.json      optional: human instructions per asin
-  {REVIEWS_FILE}              optional: reviews and average ratings per asin"""
+DATA_LAYOUT = f"""  webshop/
+    {ITEMS_FILE}   raw products (asin, name, full_description, small_description, pricing, ...)
+    {ATTRIBUTES_FILE}    per asin: attributes, instruction, instruction_attributes
+    {HUMAN_INSTRUCTIONS_FILES[0]}      optional: human instructions per asin (or {HUMAN_INSTRUCTIONS_FILES[1]})
+    {REVIEWS_FILE}              optional: reviews and average ratings per asin"""
 DATA_SOURCE = ("princeton-nlp/WebShop setup.sh (Google Drive: items_shuffle_1000.json, items_ins_v2_1000.json, "
                "items_human_ins.json), MIT licence")
 
@@ -211,8 +211,8 @@ def _review(review: dict[str, Any]) -> dict[str, Any]:
 def data_dir() -> Path:
     """The webshop folder under ``LMGYM_DATA`` (or ``WEBSHOP_DATA``), checked for the two item files."""
     return find_data(
-        "webshop", required=[ITEMS_FILE, ATTRIBUTES_FILE], layout=DATA_LAYOUT, source=DATA_SOURCE,
-        env_var="WEBSHOP_DATA",
+        "webshop", required=[ITEMS_FILE, ATTRIBUTES_FILE], optional=[*HUMAN_INSTRUCTIONS_FILES, REVIEWS_FILE],
+        layout=DATA_LAYOUT, source=DATA_SOURCE, env_var="WEBSHOP_DATA",
     )
 
 
