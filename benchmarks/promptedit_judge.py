@@ -112,26 +112,46 @@ def resident_mb() -> float:
     return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def measure_memory(task: str, calls: int, batch: int = 16) -> dict:
-    """Resident MiB after every calls/10 judge calls, each on `batch` fresh texts.
+def _made_new(text: str, tag: str) -> str:
+    """`text` with the word `tag` added (to a record's first string value, so it stays a
+    record): a text no cache has seen, with n-grams and trigrams of its own."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return f"{text} {tag}"
+    key = next((k for k, v in record.items() if isinstance(v, str)), None) if isinstance(record, dict) else None
+    if key is None:
+        return f"{text} {tag}"
+    return json.dumps({**record, key: f"{record[key]} {tag}"})
 
-    Texts come from the rule-based generator with a new seed per call (cheap, and each batch
-    is new to the caches); every call is a full `JudgeCluster.evaluate`.
+
+def measure_memory(task: str, calls: int, batch: int = 16) -> dict:
+    """Resident MiB before the first call and after every calls/10 judge calls, each a full
+    `JudgeCluster.evaluate` of `batch` texts that no cache has seen.
+
+    Texts come from the rule-based generator with a new seed per call (cheap), each then made
+    new with a word of its own (`_made_new`): the generator alone repeats its favourite
+    records, which the caches would serve without growing, and the bound would go untested.
     """
     from lmgym.envs.promptedit.generators import RuleBasedGenerator
 
     env = PromptEditEnv(task, batch_size=batch, generator=RuleBasedGenerator)
     prompt, generator, judge = env.task.initial_prompt, env.generator, env.judge
-    checkpoints, start = [], time.perf_counter()
+    embedder, lm = judge.embedder, judge.language_model
+    checkpoints, start = [{"calls": 0, "resident_mb": round(resident_mb(), 1)}], time.perf_counter()
     for call in range(1, calls + 1):
-        judge.evaluate(generator.generate([prompt], batch, call))
+        texts = generator.generate([prompt], batch, call)
+        judge.evaluate([_made_new(text, f"w{call}x{i}") for i, text in enumerate(texts)])
         if call % max(calls // 10, 1) == 0:
             checkpoints.append({"calls": call, "resident_mb": round(resident_mb(), 1),
-                                "embedding_cache_mb": round(judge.embedder.cached_bytes / 2**20, 2),
-                                "lm_memo_entries": len(judge.language_model._memo)})
-    first, last = checkpoints[0]["resident_mb"], checkpoints[-1]["resident_mb"]
-    return {"task": task, "calls": calls, "batch": batch, "seconds": round(time.perf_counter() - start, 1),
-            "checkpoints": checkpoints, "growth_after_first_tenth_mb": round(last - first, 1)}
+                                "embedding_cache_mb": round(embedder.cached_bytes / 2**20, 2),
+                                "embedding_cache_texts": len(embedder._cache), "lm_memo_entries": len(lm._memo)})
+    first, last = checkpoints[1]["resident_mb"], checkpoints[-1]["resident_mb"]
+    return {"task": task, "calls": calls, "batch": batch, "texts_judged": calls * batch,
+            "seconds": round(time.perf_counter() - start, 1),
+            "embedding_cache_cap_mb": embedder.cache_bytes / 2**20,
+            "lm_memo_cap_entries": lm.memo_entries, "checkpoints": checkpoints,
+            "growth_after_first_tenth_mb": round(last - first, 1)}
 
 
 def run(quick: bool, minilm: bool = False) -> dict:
