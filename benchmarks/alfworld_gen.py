@@ -12,6 +12,7 @@ expert and random success by difficulty knob.
     python benchmarks/alfworld_gen.py --quick
     python benchmarks/alfworld_gen.py --games 1000 --official-games 1000 --official-log runs/alfgen_official.jsonl
     python benchmarks/alfworld_gen.py --quick --handcoded-games 6   # + ALFWorld's own hand-coded expert
+    python benchmarks/alfworld_gen.py --knobs-only                   # only the knob table (native engine)
 
 Absolute seconds depend on the machine's load; ratios printed side by side come from the same run.
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lmgym.agents.runner import agent_seed
 from lmgym.envs.alfworld.engine import NativeEngine
 from lmgym.envs.alfworld.gen.check import GameCheckError, engines_check, expert_check
 from lmgym.envs.alfworld.gen.generator import TASK_TYPES, GenKnobs, generate_game
@@ -51,8 +53,9 @@ def generation_speed(seeds: range, knobs: GenKnobs = GenKnobs()) -> tuple[list, 
 
 
 def random_success(household, seed: int, steps: int = RANDOM_STEPS) -> bool:
-    """A uniform random agent over the admissible commands, in the native engine."""
-    rng = np.random.default_rng(seed)
+    """A uniform random agent over the admissible commands, in the native engine; its stream is
+    `agent_seed(seed)`, not the generator's own seed (which drew the game)."""
+    rng = np.random.default_rng(agent_seed(seed))
     engine = NativeEngine(household.game)
     step = engine.reset()
     for _ in range(steps):
@@ -198,10 +201,14 @@ def main() -> None:
     parser.add_argument("--handcoded-games", type=int, default=0,
                         help="small-room games played by ALFWorld's own hand-coded expert (official engine)")
     parser.add_argument("--out", default=None, help="write the result as JSON here")
+    parser.add_argument("--knobs-only", action="store_true", help="only the expert/random table by knob")
     parser.add_argument("--memoized-official", action="store_true",
                         help="run the official engine with memoize_official_engine() (pure parsers cached; "
                              "tests/alfworld/test_differential.py checks it is transcript-identical): ~10x faster")
     args = parser.parse_args()
+    if args.knobs_only:
+        print(knob_markdown(knob_table(args.knob_games)))
+        return
     if args.memoized_official:
         from lmgym.envs.alfworld.textworld_engine import memoize_official_engine
 

@@ -21,12 +21,16 @@ machine is shared: absolute seconds move with its load; ratios move much less.
 Run: ``python benchmarks/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
 two tasks). `run(quick)` returns the figures as a dict. ``--lm-judge`` instead compares the
 SmolLM2 rubric judge with the rule judge on 4 SelfInstruct batches (`measure_lm_judge`).
+``--memory N`` instead makes N judge calls on fresh 16-record batches (`measure_memory`) and
+reports the process's resident memory every N/10 calls: the judge's caches are bounded in MB,
+so it must level off.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -101,6 +105,55 @@ def measure_lm_judge(task: str, seeds: range) -> dict:
     return {"load_s": load_s, **{k: float(np.mean([r[k] for r in rows])) for k in rows[0]}, "judgements": len(rows)}
 
 
+def resident_mb() -> float:
+    """This process's resident set size now (Linux /proc), in MiB."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _made_new(text: str, tag: str) -> str:
+    """`text` with the word `tag` added (to a record's first string value, so it stays a
+    record): a text no cache has seen, with n-grams and trigrams of its own."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return f"{text} {tag}"
+    key = next((k for k, v in record.items() if isinstance(v, str)), None) if isinstance(record, dict) else None
+    if key is None:
+        return f"{text} {tag}"
+    return json.dumps({**record, key: f"{record[key]} {tag}"})
+
+
+def measure_memory(task: str, calls: int, batch: int = 16) -> dict:
+    """Resident MiB before the first call and after every calls/10 judge calls, each a full
+    `JudgeCluster.evaluate` of `batch` texts that no cache has seen.
+
+    Texts come from the rule-based generator with a new seed per call (cheap), each then made
+    new with a word of its own (`_made_new`): the generator alone repeats its favourite
+    records, which the caches would serve without growing, and the bound would go untested.
+    """
+    from lmgym.envs.promptedit.generators import RuleBasedGenerator
+
+    env = PromptEditEnv(task, batch_size=batch, generator=RuleBasedGenerator)
+    prompt, generator, judge = env.task.initial_prompt, env.generator, env.judge
+    embedder, lm = judge.embedder, judge.language_model
+    checkpoints, start = [{"calls": 0, "resident_mb": round(resident_mb(), 1)}], time.perf_counter()
+    for call in range(1, calls + 1):
+        texts = generator.generate([prompt], batch, call)
+        judge.evaluate([_made_new(text, f"w{call}x{i}") for i, text in enumerate(texts)])
+        if call % max(calls // 10, 1) == 0:
+            checkpoints.append({"calls": call, "resident_mb": round(resident_mb(), 1),
+                                "embedding_cache_mb": round(embedder.cached_bytes / 2**20, 2),
+                                "embedding_cache_texts": len(embedder._cache), "lm_memo_entries": len(lm._memo)})
+    first, last = checkpoints[1]["resident_mb"], checkpoints[-1]["resident_mb"]
+    return {"task": task, "calls": calls, "batch": batch, "texts_judged": calls * batch,
+            "seconds": round(time.perf_counter() - start, 1),
+            "embedding_cache_cap_mb": embedder.cache_bytes / 2**20,
+            "lm_memo_cap_entries": lm.memo_entries, "checkpoints": checkpoints,
+            "growth_after_first_tenth_mb": round(last - first, 1)}
+
+
 def run(quick: bool, minilm: bool = False) -> dict:
     rounds = 2 if quick else 5
     tasks, skipped = {}, {}
@@ -126,7 +179,12 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="2 rounds, two tasks")
     parser.add_argument("--minilm", action="store_true", help="also measure with all-MiniLM-L6-v2 (needs torch)")
     parser.add_argument("--lm-judge", action="store_true", help="only compare the SmolLM2 rubric judge with the rule judge")
+    parser.add_argument("--memory", type=int, metavar="CALLS", help="only measure memory over CALLS judge calls")
+    parser.add_argument("--task", default="TruthfulQA", help="the task of --memory")
     args = parser.parse_args()
+    if args.memory:
+        print(json.dumps(measure_memory(args.task, args.memory), indent=1))
+        raise SystemExit(0)
     if args.lm_judge:
         print(json.dumps(measure_lm_judge("SelfInstruct", range(2))))
         raise SystemExit(0)

@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 import lmgym  # noqa: F401  registers the lmgym/... ids
+from lmgym.agents import RandomAgent
+from lmgym.agents.runner import agent_seed
 from lmgym.data import exit_if_data_missing
 from lmgym.envs.promptedit.search import greedy_hill_climb
 
@@ -39,10 +41,11 @@ with exit_if_data_missing():  # one line, not a traceback, without LMGYM_DATA
 observation, info = env.reset(seed=args.seed)
 print(observation)
 
-# --- random edits from the edit library (what RandomAgent does) ---
-rng = np.random.default_rng(args.seed)
+# --- random edits from the edit library; the agent's stream is not the env's (agent_seed) ---
+agent = RandomAgent()
+agent.reset(seed=agent_seed(args.seed))
 for step in range(args.steps):
-    action = info["admissible_actions"][int(rng.integers(len(info["admissible_actions"])))]
+    action = agent.act(observation, info)
     observation, reward, terminated, truncated, info = env.step(action)
     print(f"\n[random step {step + 1}] {action[:90]}\n  reward {reward:.3f}  TSR {info['metrics']['tsr']:.2f}")
 random_prompt = info["prompt"]

@@ -9,8 +9,9 @@ Three short runs in sequence, each starting from the previous policy (`PPOConfig
 Rewards are the env's own (1 on winning, else 0) at every stage; only the game source changes.
 The benchmark then sweeps the valid_seen games of the same task type once each (task k in
 episode k), the trained policy beside the random agent on the same games and seeds. Measured
-(docs/notes/benchmarks.md): 20,000 steps, 3.5 minutes in all at load 4-6 on 2 shared cores,
-17/35 valid_seen games vs random's 1/35; 8,000 steps on the official games alone win 0/50.
+(docs/notes/benchmarks.md): 20,000 steps, 9.9 minutes in all at load 6-13 on 2 shared cores,
+25/35 valid_seen games vs random's 0/35 (training seed 0); 8,000 steps on the official games
+alone won 0/50 in an earlier run.
 
     LMGYM_DATA=/path/to/data python examples/train_ppo_alfworld.py --steps 20000 --out runs/ppo-alfworld
 
@@ -33,6 +34,7 @@ from lmgym.benchmarks.report import summary_markdown
 from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.data import exit_if_data_missing
+from lmgym.envs.sb3_wrappers import admissible_slots
 from lmgym.training.ppo import PPOConfig, plot_learning_curve, train
 
 TASK_TYPES = ["pick_and_place_simple"]
@@ -60,17 +62,21 @@ def main() -> None:
         games = gym.make("lmgym/ALFWorld-v0", **eval_kwargs).unwrapped.num_tasks
 
     # ---- train: one short run per stage, each from the last one's policy ----------------------
-    # 50 slots hold every admissible list seen (at most 39); gamma 0.99 over 50-step episodes.
+    # One encoder for every stage and the evaluation: as many action slots as the largest
+    # admissible list any of their games can show, so no action is unplayable.
+    slots = max(admissible_slots(gym.make(env_id, **env_kwargs))
+                for _, env_id, env_kwargs, _ in CURRICULUM + [("eval", "lmgym/ALFWorld-v0", eval_kwargs, 0)])
+    # gamma 0.99 over 50-step episodes.
     curve, stages, offset, model_path = [], [], 0, None
     for k, (label, env_id, env_kwargs, share) in enumerate(CURRICULUM):
         stage_out = out / f"stage{k}"
         config = PPOConfig(env_id=env_id, env_kwargs=json.dumps(env_kwargs), steps=max(int(args.steps * share), 1),
-                           max_actions=50, max_tokens=96, n_steps=128, gamma=0.99, ent_coef=0.01,
+                           max_actions=slots, max_tokens=96, n_steps=128, gamma=0.99, ent_coef=0.01,
                            learning_rate=1e-3, init_from=model_path, out=str(stage_out), quiet=True,
                            progress_every=max(args.steps // 20, 1), eval_episodes=0, checkpoint_every=0)
         print(f"stage {k} ({label}): training {config.steps} steps", flush=True)
         result = train(config)
-        print(f"stage {k} ({label}): {result['steps']} steps in {result['train_seconds']} s, "
+        print(f"stage {k} ({label}): {slots} action slots, {result['steps']} steps in {result['train_seconds']} s, "
               f"{result['training_episodes']} episodes")
         with open(stage_out / "learning_curve.csv") as f:
             rows = [{**r, "timestep": int(r["timestep"]) + offset, "won": r["won"] == "True"}

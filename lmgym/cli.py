@@ -4,7 +4,7 @@
     lmgym play ID [--seed S]                    play an env in the terminal
     lmgym rollout ID --agent expert --episodes N --out FILE
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
-    lmgym train ppo|lm|mdlm ...                 trainers (lmgym.training)
+    lmgym train ppo|lm ...                      trainers (lmgym.training; MDLMs: lm --objective mdlm)
     lmgym serve webshop ...                     WebShop as a web page
     lmgym view PATH [--port P]                  a benchmark run or rollout file as web pages
 
@@ -18,19 +18,40 @@ import importlib
 import json
 import os
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
+
+
+class InputError(Exception):
+    """Something the user named cannot be used (an env id, its kwargs, an agent, a file)."""
+
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from gymnasium.error import Error as GymError
+    from gymnasium.error import DeprecatedEnv, UnregisteredEnv
 
     from lmgym.data import DataNotFoundError
 
     # ConnectionError: an endpoint backend that is unreachable or answers an error
-    return (GymError, DataNotFoundError, FileNotFoundError, ValueError, KeyError, ConnectionError)
+    return (InputError, DataNotFoundError, UnregisteredEnv, DeprecatedEnv, ConnectionError)
 
 
-#: Errors that come from what the user asked for: shown as one line, not a traceback.
+#: Errors that come from what the user asked for: shown as one line, not a traceback. Any
+#: other exception is a bug in lmgym (or in the user's own agent or env) and keeps its traceback.
 USER_ERRORS = _user_errors()
+
+#: What building a named thing raises when the name or its arguments are wrong.
+_RESOLUTION_ERRORS = (ValueError, KeyError, TypeError, ImportError, AttributeError, FileNotFoundError)
+
+
+def resolve(what: str, build: Callable, *args, **kwargs):
+    """``build(*args, **kwargs)``, with a bad name or argument turned into an `InputError` naming `what`."""
+    try:
+        return build(*args, **kwargs)
+    except USER_ERRORS:
+        raise
+    except _RESOLUTION_ERRORS as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else error
+        raise InputError(f"{what}: {message}") from error
+
 
 #: `lmgym train NAME ...` runs `main(argv)` of these modules (each a CleanRL-style script).
 TRAINERS = {
@@ -53,8 +74,7 @@ def _json_kwargs(text: str) -> dict:
 
 # -- list ----------------------------------------------------------------------------------
 def cmd_list(args: argparse.Namespace) -> int:
-    from lmgym.envs.registry import ENVS
-    from lmgym.testing import unavailable_reason
+    from lmgym.envs.registry import ENVS, unavailable_reason
 
     width = max(len(i) for i in ENVS)
     for env_id, entry in sorted(ENVS.items()):
@@ -66,21 +86,26 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 # -- play ----------------------------------------------------------------------------------
 def cmd_play(args: argparse.Namespace) -> int:
-    from lmgym.play import play
+    from lmgym.play import make_env, play
 
-    return play(args.env_id, seed=args.seed, env_kwargs=args.env_kwargs)
+    return play(args.env_id, seed=args.seed, env_kwargs=args.env_kwargs,
+                make=lambda env_id, kwargs: resolve(env_id, make_env, env_id, kwargs))
 
 
 # -- rollout -------------------------------------------------------------------------------
 def cmd_rollout(args: argparse.Namespace) -> int:
+    import gymnasium as gym
     from tqdm import tqdm
 
     from lmgym.agents.registry import make_agent
     from lmgym.agents.runner import record_rollouts
     from lmgym.benchmarks.spec import parse_call
 
-    name, kwargs = parse_call(args.agent)
-    agent = make_agent(name, **kwargs)
+    # Made once here only to check the id and kwargs: a typo is one line, not a traceback from
+    # inside the recording loop (data and models are cached, so the second make is cheap).
+    resolve(args.env_id, gym.make, args.env_id, **args.env_kwargs).close()
+    name, kwargs = resolve("--agent", parse_call, args.agent)
+    agent = resolve("--agent", make_agent, name, **kwargs)
     won = 0
     with tqdm(total=args.episodes, desc=f"{name} on {args.env_id}", disable=args.quiet or None) as bar:
         def progress(played, episode):

@@ -3,10 +3,13 @@
 Two primitives cover everything lmgym writes: a whole file replaced atomically (summaries,
 specs, checkpoints' metadata) and a JSON line appended so that a reader never sees half of it
 (rollouts, benchmark episodes). Both fsync, so a `kill -9` loses at most the line in flight.
+Appenders hold an exclusive ``flock`` while they repair and write, so processes appending to
+one file never cut each other's lines.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -14,15 +17,31 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+def _new_file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0o666 less the umask (read once: setting it to read it races)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_NEW_FILE_MODE = _new_file_mode()
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write `text` to `path` through a temporary file and `os.replace` (atomic on POSIX)."""
+    """Write `text` to `path` through a temporary file and `os.replace` (atomic on POSIX).
+
+    The file gets the mode a plain write would give it (an existing file's own mode, else
+    0o666 less the umask), not the temporary file's private 0o600.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else _NEW_FILE_MODE
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -35,29 +54,47 @@ def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
 
 
 def append_jsonl(path: str | os.PathLike, record: Any) -> None:
-    """Append one JSON line with a single O_APPEND write, then fsync.
+    """Append one JSON line under an exclusive lock, then fsync.
 
-    A crash can at worst leave a partial last line, which `read_jsonl` drops and
-    `repair_jsonl` truncates before the next append.
+    The lock (``flock`` on the file) makes the repair and the write one step for every lmgym
+    appender of the file, so a concurrent appender never sees, and truncates, a line that is
+    still being written. Short writes are continued until the whole line is down. A crash can at
+    worst leave a partial last line, which `read_jsonl` drops and the next append truncates.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-    repair_jsonl(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o666)
     try:
-        os.write(fd, line)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _truncate_partial_line(fd)
+        view = memoryview(line)
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:
+                raise OSError(f"{path}: appending a line wrote {written} bytes")
+            view = view[written:]
         os.fsync(fd)
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def repair_jsonl(path: str | os.PathLike) -> int:
+    """Truncate a trailing partial line left by a crash (under the appenders' lock); return the bytes removed."""
+    path = Path(path)
+    if not path.exists():
+        return 0
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return _truncate_partial_line(fd)
     finally:
         os.close(fd)
 
 
-def repair_jsonl(path: str | os.PathLike) -> int:
-    """Truncate a trailing partial line left by a crash; return the bytes removed."""
-    path = Path(path)
-    if not path.exists():
-        return 0
-    with open(path, "rb+") as f:
+def _truncate_partial_line(fd: int) -> int:
+    """Cut the file behind `fd` back to its last newline; the bytes removed."""
+    with open(fd, "rb+", closefd=False) as f:
         f.seek(0, os.SEEK_END)
         size = f.tell()
         if size == 0:

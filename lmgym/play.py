@@ -220,15 +220,16 @@ def make_env(env_id: str, env_kwargs: dict[str, Any] | None = None):
 
 
 def play(env_id: str, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
-         input_fn: Callable[[str], str] | None = None) -> int:
+         input_fn: Callable[[str], str] | None = None, make: Callable[..., Any] = make_env) -> int:
     """Play `env_id` from `seed` until the episode ends or the player leaves; returns 0.
 
     `input_fn` replaces `input` (tests script a session with it); readline is used only when
-    playing on a terminal with the real `input`.
+    playing on a terminal with the real `input`. `make(env_id, env_kwargs)` builds the env
+    (the CLI passes one that turns a bad id or kwarg into its one-line error).
     """
     width = shutil.get_terminal_size((80, 24)).columns
     env, (observation, info) = wait_with_progress(
-        lambda: _made_and_reset(env_id, seed, env_kwargs), f"starting {env_id}")
+        lambda: _made_and_reset(make, env_id, seed, env_kwargs), f"starting {env_id}")
     limit = env.spec.max_episode_steps if env.spec else None
     interactive = input_fn is None and sys.stdin.isatty()
     save_history = _start_readline(lambda: list(PLAYER_COMMANDS) + info["admissible_actions"]) if interactive else None
@@ -284,8 +285,8 @@ def play(env_id: str, seed: int = 0, env_kwargs: dict[str, Any] | None = None,
         env.close()
 
 
-def _made_and_reset(env_id: str, seed: int, env_kwargs: dict[str, Any] | None):
-    env = make_env(env_id, env_kwargs)
+def _made_and_reset(make: Callable[..., Any], env_id: str, seed: int, env_kwargs: dict[str, Any] | None):
+    env = make(env_id, env_kwargs)
     return env, env.reset(seed=seed)
 
 

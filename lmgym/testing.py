@@ -7,7 +7,6 @@ AssertionError with a message that says what broke.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pickle
@@ -19,9 +18,8 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from lmgym.data import data_root
 from lmgym.envs.core import INFO_KEYS
-from lmgym.envs.registry import ENVS, EnvEntry
+from lmgym.envs.registry import ENVS, unavailable_reason
 
 #: Actions no env may raise on: empty, huge, unicode, brackets, control characters.
 JUNK_ACTIONS: tuple[str, ...] = (
@@ -29,18 +27,6 @@ JUNK_ACTIONS: tuple[str, ...] = (
     "ünïcødé ✓ 漢字 🙂", "\x00\x01\x1b[31m\x7f", "\t\r\n", "None", "0", "-1", "move to to",
     "put   in/on", "search[" + "a" * 5000 + "]", "lookup[\x00]",
 )
-
-
-def unavailable_reason(entry: EnvEntry) -> str | None:
-    """Why `entry` cannot run here (missing data folder or optional module), else None."""
-    if entry.requires_data is not None:
-        root = data_root()
-        if root is None or not (root / entry.requires_data).exists():
-            return f"needs LMGYM_DATA/{entry.requires_data} (set LMGYM_DATA)"
-    for module in entry.requires_modules:
-        if importlib.util.find_spec(module) is None:
-            return f"needs the optional module {module!r}"
-    return None
 
 
 def available_env_ids() -> list[str]:
@@ -77,12 +63,15 @@ def _canonical(info: dict[str, Any]) -> str:
 def transcript(env_id: str, seed: int, steps: int = 20, action_seed: int | None = None, **kwargs: Any) -> list[str]:
     """Observations, rewards, flags and info of `steps` seeded random admissible actions.
 
-    The action choice uses its own generator seeded with `action_seed` (default: `seed`), so the
-    transcript is a pure function of (env, seed). Resets (with seed + 1000 * k) continue the
+    The action choice uses its own generator seeded with `action_seed` (default: the agent seed of
+    `seed`, `lmgym.agents.runner.agent_seed`, as every runner does), so the transcript is a pure
+    function of (env, seed). Resets (with seed + 1000 * k) continue the
     walk after an episode ends.
     """
+    from lmgym.agents.runner import agent_seed
+
     env = gym.make(env_id, **kwargs)
-    rng = np.random.default_rng(seed if action_seed is None else action_seed)
+    rng = np.random.default_rng(agent_seed(seed) if action_seed is None else action_seed)
     observation, info = env.reset(seed=seed)
     lines = [observation, _canonical(info)]
     episode = 0
@@ -192,6 +181,37 @@ def check_vector_envs(env_id: str, num_envs: int = 2, steps: int = 3) -> None:
             observations, rewards, terminated, truncated, infos = vec.step(actions)
             assert len(rewards) == num_envs and all(isinstance(o, str) for o in observations)
         vec.close()
+
+
+def check_task_index(env_id: str) -> None:
+    """``options["task_index"]`` outside ``[0, task_index_range)`` or not an integer raises
+    ValueError (never a silent wrap); an env without a task list refuses any task_index."""
+    env = gym.make(env_id)
+    limit = env.unwrapped.task_index_range
+    bad = [-1, "0", 1.0, True, None] + ([limit, limit + 7] if limit else [0])
+    for value in bad:
+        try:
+            env.reset(seed=0, options={"task_index": value})
+        except ValueError as error:
+            assert "task_index" in str(error), f"{env_id}: task_index {value!r} raised an unclear error: {error}"
+        else:
+            raise AssertionError(f"{env_id}: task_index {value!r} was accepted (range {limit})")
+    if limit:
+        env.reset(seed=0, options={"task_index": limit - 1})  # the last task is a task
+    env.close()
+
+
+def check_step_before_reset(env_id: str) -> None:
+    """`step` before `reset` raises the same clear error in every family (unwrapped too: the
+    registered env's OrderEnforcing wrapper would hide a family that does not)."""
+    env = gym.make(env_id)
+    try:
+        env.unwrapped.step("look")
+    except gym.error.ResetNeeded as error:
+        assert "reset() before step()" in str(error), f"{env_id}: unclear error {error}"
+    else:
+        raise AssertionError(f"{env_id}: step() before reset() did not raise ResetNeeded")
+    env.close()
 
 
 def expert_success(env_id: str, seeds: Sequence[int]) -> float:

@@ -96,3 +96,13 @@ def test_expert_wins_from_reset(env_id):
         pytest.skip(f"{env_id} provides no expert_action")
     rate = testing.expert_success(env_id, seeds=range(5))
     assert rate >= ENVS[env_id].expert_min_success, f"{env_id}: expert won {rate:.0%} of 5 seeded episodes"
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_task_index_out_of_range_or_not_an_integer_is_a_value_error(env_id):
+    testing.check_task_index(env_id)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_step_before_reset_is_the_same_clear_error(env_id):
+    testing.check_step_before_reset(env_id)

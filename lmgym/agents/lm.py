@@ -297,7 +297,7 @@ class LMAgent(Agent):
 
 
 def trained_prompt(model: Any) -> dict[str, Any]:
-    """The prompt settings a checkpoint trained by `lmgym.training.sft` records (empty otherwise)."""
+    """The prompt settings a checkpoint trained on `lmgym.training.transcripts` data records (empty otherwise)."""
     if not isinstance(model, (str, Path)) or not Path(model).is_dir():
         return {}
     from lmgym.policies.checkpoints import read_meta

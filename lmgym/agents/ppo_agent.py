@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.envs.sb3_wrappers import TokenEncoder, action_mask
+from lmgym.envs.sb3_wrappers import TokenEncoder, action_mask, warn_if_cut
 
 ENCODER_FILE = "encoder.json"
 
@@ -57,6 +57,7 @@ class PPOAgent(Agent):
         actions = info.get("admissible_actions") or []
         if not actions:
             return Decision("", reasoning="No admissible actions are listed.", seconds=time.perf_counter() - start)
+        warn_if_cut(self, actions, self.encoder.max_actions, f"PPOAgent {self.path} in {self.env_id}")
         probs = self.action_probabilities(observation, info)  # (max_actions,), zero where masked
         index = int(np.argmax(probs)) if self.deterministic else int(self.rng.choice(len(probs), p=probs))
         return Decision(actions[index], reasoning=f"The policy gives this action probability {probs[index]:.2f}.",

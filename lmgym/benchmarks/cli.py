@@ -71,29 +71,45 @@ def _override(spec: BenchmarkSpec, args: argparse.Namespace) -> BenchmarkSpec:
     return dataclasses.replace(spec, **changes) if changes else spec
 
 
+def input_error_message(error: BaseException) -> str:
+    """The one line a user reads for a bad-input error (a KeyError's message without its quotes)."""
+    if isinstance(error, KeyError) and error.args:
+        return str(error.args[0])
+    return str(error)
+
+
 def main(args: argparse.Namespace) -> int:
+    """Run the benchmark and print its table: exit 0, 1 when an episode raised (or a perf
+    measurement failed), 2 on bad input (one line, no traceback)."""
     if args.spec == "perf":
         from lmgym.benchmarks.perf import run_perf
 
-        run_perf(Path(args.out or "bench-out/perf"), quick=not args.full_perf, quiet=args.quiet)
-        return 0
+        report = run_perf(Path(args.out or "bench-out/perf"), quick=not args.full_perf, quiet=args.quiet)
+        return 1 if report["failures"] else 0
     from lmgym.benchmarks.report import summary_markdown
-    from lmgym.benchmarks.runner import SpecMismatchError, run_benchmark
+    from lmgym.benchmarks.runner import SpecMismatchError, check_spec, run_benchmark
 
     try:
+        # Only the resolution of what the user named is input: an exception from the episodes
+        # themselves becomes an error row, and one from lmgym's own code stays a traceback.
         spec = build_suite(args.spec) if args.spec in SUITES else load_spec(args.spec)
         spec = _override(spec, args)
         out = Path(args.out or f"bench-out/{spec.id}")
-        summary = run_benchmark(spec, out, backend=args.backend, workers=args.workers, address=args.address,
-                                quiet=args.quiet, plots=not args.no_plots, transcripts=not args.no_transcripts)
-    except (SpecMismatchError, FileNotFoundError, ValueError, KeyError) as error:
-        # Bad input (a missing spec file, a typo in a name, a reused folder): one line, no traceback.
-        print(f"lmgym bench: error: {error}", file=sys.stderr)
+        check_spec(spec, out)
+    except (SpecMismatchError, FileNotFoundError, ValueError, KeyError, ImportError, AttributeError) as error:
+        print(f"lmgym bench: error: {input_error_message(error)}", file=sys.stderr)
         return 2
+    summary = run_benchmark(spec, out, backend=args.backend, workers=args.workers, address=args.address,
+                            quiet=args.quiet, plots=not args.no_plots, transcripts=not args.no_transcripts)
     print(summary_markdown(summary))
     print(f"results: {out}/ (episodes.jsonl, " + ("" if args.no_transcripts else "transcripts.jsonl, ")
           + "summary.json, summary.md" + ("" if args.no_plots else ", success.png, returns.png")
           + f"); browse them with `lmgym view {out}`")
+    errors = sum(c["errors"] for c in summary["cells"])
+    if errors:
+        print(f"lmgym bench: {errors} episodes raised (see the Errors list); they are not in the rates, "
+              "and rerunning the same command retries them", file=sys.stderr)
+        return 1
     return 0
 
 

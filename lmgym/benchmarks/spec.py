@@ -107,11 +107,21 @@ class BenchmarkSpec:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "BenchmarkSpec":
+        """A spec from plain data (a run folder's spec.json too: its ``written_by`` is ignored)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a spec must be a mapping of keys (id, envs, agents, episodes, ...), got {type(data).__name__}")
+        data = {k: v for k, v in data.items() if k != "written_by"}
         unknown = set(data) - {"id", "envs", "agents", "episodes", "base_seed", "max_steps", "notes"}
         if unknown:
             raise ValueError(f"unknown spec keys {sorted(unknown)}")
-        envs = tuple(EnvSpec(id=e) if isinstance(e, str) else EnvSpec(**e) for e in data["envs"])
-        agents = tuple(AgentSpec(name=a) if isinstance(a, str) else AgentSpec(**a) for a in data["agents"])
+        missing = [k for k in ("envs", "agents", "episodes") if k not in data]
+        if missing:
+            raise ValueError(f"the spec lacks {missing}")
+        try:
+            envs = tuple(EnvSpec(id=e) if isinstance(e, str) else EnvSpec(**e) for e in data["envs"])
+            agents = tuple(AgentSpec(name=a) if isinstance(a, str) else AgentSpec(**a) for a in data["agents"])
+        except TypeError as error:  # an unknown or missing field of an env or agent entry
+            raise ValueError(f"bad env or agent entry in the spec: {error}") from None
         return cls(id=str(data.get("id", "bench")), envs=envs, agents=agents, episodes=int(data["episodes"]),
                    base_seed=int(data.get("base_seed", 0)), max_steps=data.get("max_steps"),
                    notes=tuple(data.get("notes", ())))
@@ -122,19 +132,24 @@ class BenchmarkSpec:
 
 def load_spec(path: str | Path) -> BenchmarkSpec:
     """Read a spec from a ``.yaml``/``.yml``, ``.toml`` or ``.json`` file."""
+    import tomllib
+
     path = Path(path)
     text = path.read_text(encoding="utf-8")
-    if path.suffix in (".yaml", ".yml"):
-        data = yaml.safe_load(text)
-    elif path.suffix == ".toml":
-        import tomllib
-
-        data = tomllib.loads(text)
-    elif path.suffix == ".json":
-        data = json.loads(text)
-    else:
+    parsers = {".yaml": (yaml.safe_load, yaml.YAMLError), ".yml": (yaml.safe_load, yaml.YAMLError),
+               ".toml": (tomllib.loads, tomllib.TOMLDecodeError), ".json": (json.loads, json.JSONDecodeError)}
+    if path.suffix not in parsers:
         raise ValueError(f"spec file must end in .yaml, .yml, .toml or .json: {path}")
-    return BenchmarkSpec.from_dict(data)
+    parse, malformed = parsers[path.suffix]
+    try:
+        data = parse(text)
+    except malformed as error:
+        where = str(error).replace("\n", " ")
+        raise ValueError(f"{path} is not valid {path.suffix[1:].upper()}: {' '.join(where.split())[:300]}") from None
+    try:
+        return BenchmarkSpec.from_dict(data)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 _CALL = re.compile(r"^(?P<name>[^()]+?)\s*(\((?P<args>.*)\))?$", re.S)

@@ -5,16 +5,18 @@
   procedural ``-Gen`` variant), random everywhere and expert where the env gives
   ``info["expert_action"]``; what ``make bench`` runs.
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
-  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev).
+  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
+  list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
 
-Ids whose ``requires_data`` folder is missing under ``LMGYM_DATA``, whose ``requires_modules``
-are not importable, or that fail to start, are left out with a note in the summary.
+Ids whose ``requires_data`` folder is missing under ``LMGYM_DATA`` or whose ``requires_modules``
+are not importable are left out, each with its reason in the summary's notes; nothing else is.
+An env that raises when made or reset stays in the suite: its episodes are error rows in the
+table and ``lmgym bench`` exits non-zero.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +24,8 @@ from typing import Any
 import gymnasium as gym
 
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
-from lmgym.data import data_root
 from lmgym.entrypoints import load_entry_point
-from lmgym.envs.registry import ENVS, EnvEntry, family_of
+from lmgym.envs.registry import ENVS, family_of, unavailable_reason
 
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
@@ -33,24 +34,16 @@ DEFAULT_EPISODES = 10
 EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
 
 
-def missing_requirement(entry: EnvEntry) -> str | None:
-    """Why `entry` cannot run here (missing data folder or module), or None."""
-    if entry.requires_data:
-        root = data_root()
-        if root is None:
-            return f"{entry.id}: needs LMGYM_DATA/{entry.requires_data} (LMGYM_DATA is unset)"
-        if not (root / entry.requires_data).is_dir():
-            return f"{entry.id}: needs {root / entry.requires_data} (missing)"
-    missing = [m for m in entry.requires_modules if importlib.util.find_spec(m) is None]
-    if missing:
-        return f"{entry.id}: needs modules {', '.join(missing)} (not installed)"
-    return None
+def missing_requirement(env_id: str) -> str | None:
+    """``"<id>: <why>"`` when `env_id` cannot run here (`unavailable_reason`), else None."""
+    reason = unavailable_reason(ENVS[env_id])
+    return f"{env_id}: {reason}" if reason else None
 
 
 @dataclass(frozen=True)
 class Probe:
-    note: str | None  # why the env cannot be used, None when it can
-    has_expert: bool = False
+    error: str | None  # what the env raised when made and reset, None when it started
+    has_expert: bool = True  # unknown after an error: every agent plays (and reports the error)
     num_tasks: int | None = None
 
 
@@ -63,7 +56,7 @@ def _probe(env_id: str, kwargs_items: tuple[tuple[str, Any], ...]) -> Probe:
             return Probe(None, "expert_action" in info, getattr(env.unwrapped, "num_tasks", None))
         finally:
             env.close()
-    except Exception as error:  # an env that cannot start is reported, not fatal to the suite
+    except Exception as error:  # kept in the suite: its rows will carry the error
         return Probe(f"{env_id}: failed to start ({type(error).__name__}: {str(error).splitlines()[0][:160]})")
 
 
@@ -92,10 +85,11 @@ def representative_ids() -> list[str]:
 
 
 def usable_envs(env_ids: list[str], notes: list[str]) -> list[tuple[str, Probe]]:
-    """The ids of `env_ids` that can run here, with their probes; why not for the others goes to `notes`."""
+    """The ids of `env_ids` whose data and modules are here, with their probes (an env that
+    fails to start is among them); why the others are left out goes to `notes`."""
     usable = []
     for env_id in env_ids:
-        reason = missing_requirement(ENVS[env_id]) or probe(env_id).note
+        reason = missing_requirement(env_id)
         if reason:
             notes.append(reason)
         else:
@@ -131,16 +125,14 @@ def full_suite() -> BenchmarkSpec:
     for env_id, entry in ENVS.items():
         if not entry.requires_data or "-Gen" in env_id:
             continue
-        reason = missing_requirement(entry)
+        reason = missing_requirement(env_id)
         if reason:
             notes.append(reason)
             continue
         for kwargs in _split_variants(env_id):
             found = probe(env_id, kwargs)
-            if found.note:
-                notes.append(found.note)
-            elif not found.num_tasks:
-                notes.append(f"{env_id}: no finite task list to sweep")
+            if found.error or not found.num_tasks:  # nothing to sweep: seeded episodes (an error shows in them)
+                envs.append(_env(env_id, found, kwargs=kwargs, episodes=DEFAULT_EPISODES))
             else:
                 envs.append(_env(env_id, found, kwargs=kwargs, sweep=True, episodes=found.num_tasks))
     return BenchmarkSpec("full", tuple(envs), AGENTS, episodes=1, notes=tuple(notes))

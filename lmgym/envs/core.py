@@ -23,11 +23,13 @@ Invalid or malformed actions never raise: the env answers with its own feedback 
 
 from __future__ import annotations
 
+import numbers
 import string
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 from gymnasium import spaces
+from gymnasium.error import ResetNeeded
 
 INFO_KEYS = ("task", "admissible_actions", "action_valid", "won")
 
@@ -67,8 +69,10 @@ class TextEnv(gym.Env[str, str]):
     `_step`. Truncation is left to the `TimeLimit` wrapper added at registration.
 
     The number of distinct tasks is `num_tasks` (None when unlimited); ``reset(options=
-    {"task_index": i})`` selects task ``i % num_tasks`` in the env's deterministic order, which
-    is how benchmark suites sweep a split exactly once.
+    {"task_index": i})`` selects task ``i`` (an integer in ``[0, task_index_range)``) in the
+    env's deterministic order, which is how benchmark suites sweep a split exactly once; any
+    other value raises ValueError. `step` before the first `reset` raises
+    ``gymnasium.error.ResetNeeded``, in every family.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -88,6 +92,18 @@ class TextEnv(gym.Env[str, str]):
     def num_tasks(self) -> int | None:
         return None
 
+    @property
+    def max_admissible_actions(self) -> int | None:
+        """An upper bound on ``len(info["admissible_actions"])`` over every state of every task
+        this env plays, or None where the env cannot bound it. `AdmissibleActions` sizes its
+        ``Discrete`` action space by it, so no admissible action is unreachable."""
+        return None
+
+    @property
+    def task_index_range(self) -> int | None:
+        """``options["task_index"]`` must lie in ``[0, task_index_range)``; None: not accepted."""
+        return self.num_tasks
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         raise NotImplementedError
 
@@ -97,11 +113,17 @@ class TextEnv(gym.Env[str, str]):
     # -- the Gymnasium API -------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        observation, info = self._reset(dict(options or {}))
+        options = dict(options or {})
+        if "task_index" in options:
+            self._check_task_index(options["task_index"])
+        observation, info = self._reset(options)
+        self._has_reset = True
         info.setdefault("action_valid", True)
         return self._emit(observation), self._complete_info(info)
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        if not getattr(self, "_has_reset", False):
+            raise ResetNeeded(f"{type(self).__name__}: call reset() before step()")
         if not isinstance(action, str):
             action = "" if action is None else str(action)
         action = action[: self.max_action_length]
@@ -132,11 +154,21 @@ class TextEnv(gym.Env[str, str]):
         info.setdefault("won", False)
         return info
 
+    def _check_task_index(self, value: Any) -> None:
+        name, limit = type(self).__name__, self.task_index_range
+        if not limit:
+            raise ValueError(f"{name} has no task list: options['task_index'] is not accepted (the seed picks the task)")
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"task_index must be an integer, got {value!r}")
+        if not 0 <= value < limit:
+            raise ValueError(f"task_index {value} is out of range: {name} has tasks 0..{limit - 1}")
+
     def choose_task_index(self, options: dict[str, Any]) -> int:
-        """The task for this episode: ``options["task_index"]`` if given, else a seeded draw."""
+        """The task for this episode: ``options["task_index"]`` if given (checked by `reset`),
+        else a seeded draw."""
         n = self.num_tasks
         if not n:
             raise ValueError(f"{type(self).__name__} has no finite task list")
         if "task_index" in options:
-            return int(options["task_index"]) % n
+            return int(options["task_index"])
         return int(self.np_random.integers(n))

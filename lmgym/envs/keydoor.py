@@ -76,6 +76,11 @@ class KeyDoorEnv(TextEnv):
         self.size = size
         self.num_distractors = num_distractors
 
+    @property
+    def max_admissible_actions(self) -> int:
+        # inventory, look, four exits, every item (the key and the distractors), unlock, enter
+        return 2 + len(DIRECTIONS) + 1 + self.num_distractors + 2
+
     # -- task generation ---------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         rng = self.np_random

@@ -9,10 +9,13 @@ Ids follow ``lmgym/<Family>[-<Variant>]-v<N>``; anything that changes results bu
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
+
+from lmgym.data import data_root
 
 NAMESPACE = "lmgym"
 
@@ -36,6 +39,21 @@ class EnvEntry:
 
 
 ENVS: dict[str, EnvEntry] = {}
+
+
+def unavailable_reason(entry: EnvEntry) -> str | None:
+    """Why `entry` cannot run here (its LMGYM_DATA folder or an optional module is missing), else
+    None. The one check the test kit, the benchmark suites and ``lmgym list`` share."""
+    if entry.requires_data is not None:
+        root = data_root()
+        if root is None:
+            return f"needs LMGYM_DATA/{entry.requires_data} (LMGYM_DATA is unset)"
+        if not (root / entry.requires_data).is_dir():
+            return f"needs {root / entry.requires_data} (missing)"
+    missing = [m for m in entry.requires_modules if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"needs the optional modules {', '.join(missing)} (not installed)"
+    return None
 
 
 def env_name(env_id: str) -> str:

@@ -5,7 +5,9 @@ family that enumerates ``info["admissible_actions"]`` works with them unchanged:
 
 * `AdmissibleActions`: the action becomes ``Discrete(max_actions)``, an index into the sorted
   admissible actions of the current step, with ``action_masks()`` for sb3-contrib's
-  MaskablePPO (which calls it through ``get_wrapper_attr``).
+  MaskablePPO (which calls it through ``get_wrapper_attr``). The slots default to the env's
+  own bound (``env.unwrapped.max_admissible_actions``), so every admissible action is playable;
+  an explicit smaller `max_actions` cuts the list and warns once.
 * `TokenIds`: the observation becomes a ``Dict`` of fixed-length token-id arrays (`Box`,
   int64, 0 = padding): ``"task"`` (the goal text), ``"observation"`` (this step's text) and
   ``"actions"`` (one row per admissible-action slot), so a policy can read what each slot says.
@@ -23,6 +25,7 @@ Hugging Face tokenizer) can replace it. No torch here: envs are the bottom layer
 from __future__ import annotations
 
 import re
+import warnings
 import zlib
 from typing import Any, Protocol
 
@@ -105,6 +108,28 @@ class TokenEncoder:
         }
 
 
+def admissible_slots(env: gym.Env) -> int:
+    """How many action slots `env` needs: its ``max_admissible_actions`` (a ValueError naming the
+    env when it declares none, e.g. free-form answer envs)."""
+    bound = getattr(env.unwrapped, "max_admissible_actions", None)
+    if not bound:
+        raise ValueError(f"{_env_name(env)} declares no max_admissible_actions; pass max_actions explicitly")
+    return int(bound)
+
+
+def warn_if_cut(owner: Any, actions: list[str], max_actions: int, where: str) -> None:
+    """Warn once per `owner` when `actions` do not fit its `max_actions` slots (the rest are unplayable)."""
+    if len(actions) > max_actions and not getattr(owner, "_warned_cut", False):
+        owner._warned_cut = True
+        warnings.warn(f"{where}: {len(actions) - max_actions} of {len(actions)} admissible actions do not fit "
+                      f"the {max_actions} action slots and cannot be played (e.g. {actions[max_actions]!r}); "
+                      "use more slots (the env's max_admissible_actions)", RuntimeWarning, stacklevel=3)
+
+
+def _env_name(env: gym.Env) -> str:
+    return env.spec.id if env.spec else type(env.unwrapped).__name__
+
+
 def action_mask(info: dict[str, Any], max_actions: int) -> np.ndarray:
     """``mask[i]`` is True when slot ``i`` holds an admissible action (shape ``(max_actions,)``)."""
     mask = np.zeros(max_actions, dtype=bool)
@@ -115,29 +140,30 @@ def action_mask(info: dict[str, Any], max_actions: int) -> np.ndarray:
 class AdmissibleActions(gym.Wrapper):
     """Action ``i`` plays ``info["admissible_actions"][i]`` of the current step.
 
-    The action space is ``Discrete(max_actions)``. Actions beyond the first `max_actions`
-    admissible ones are unreachable (``info["admissible_truncated"]`` counts them); an index
-    with no action behind it sends an empty command, which the env answers with its own
-    invalid-action feedback. The env must enumerate its actions: an empty admissible list at
-    reset raises a `ValueError` naming the env.
+    The action space is ``Discrete(max_actions)``; `max_actions` defaults to the env's
+    ``max_admissible_actions`` (`admissible_slots`). Actions beyond the first `max_actions`
+    admissible ones are unreachable: ``info["admissible_truncated"]`` counts them and the first
+    cut warns. An index with no action behind it sends an empty command, which the env answers
+    with its own invalid-action feedback. The env must enumerate its actions: an empty
+    admissible list at reset raises a `ValueError` naming the env.
     """
 
-    def __init__(self, env: gym.Env, max_actions: int = 16):
+    def __init__(self, env: gym.Env, max_actions: int | None = None):
         super().__init__(env)
-        self.max_actions = max_actions
-        self.action_space = spaces.Discrete(max_actions)
+        self.max_actions = admissible_slots(env) if max_actions is None else max_actions
+        self.action_space = spaces.Discrete(self.max_actions)
         self._admissible: list[str] = []
 
     def _remember(self, info: dict[str, Any]) -> dict[str, Any]:
         self._admissible = list(info.get("admissible_actions", []))
+        warn_if_cut(self, self._admissible, self.max_actions, f"AdmissibleActions on {_env_name(self.env)}")
         info["admissible_truncated"] = max(0, len(self._admissible) - self.max_actions)
         return info
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         observation, info = self.env.reset(seed=seed, options=options)
         if not info.get("admissible_actions"):
-            spec_id = self.env.spec.id if self.env.spec else type(self.env.unwrapped).__name__
-            raise ValueError(f"{spec_id} lists no info['admissible_actions']; AdmissibleActions "
+            raise ValueError(f"{_env_name(self.env)} lists no info['admissible_actions']; AdmissibleActions "
                              "needs an env that enumerates its actions")
         return observation, self._remember(info)
 
@@ -160,7 +186,14 @@ class TokenIds(gym.Wrapper):
 
     def __init__(self, env: gym.Env, encoder: TokenEncoder | None = None):
         super().__init__(env)
-        self.encoder = encoder or TokenEncoder()
+        try:  # an AdmissibleActions inside sets the slots
+            slots = env.get_wrapper_attr("max_actions")
+        except AttributeError:
+            slots = None
+        self.encoder = encoder or TokenEncoder(max_actions=slots or admissible_slots(env))
+        if slots is not None and slots != self.encoder.max_actions:
+            raise ValueError(f"the encoder has {self.encoder.max_actions} action rows but AdmissibleActions "
+                             f"has {slots} slots")
         self.observation_space = self.encoder.observation_space
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -88,14 +88,17 @@ def _guided_logits(model, x: torch.Tensor, attention_mask: torch.Tensor | None, 
 
 def _predict(logits: torch.Tensor, temperature: float, remasking: str, generator: torch.Generator | None,
              exact: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Predicted tokens x0 (B, L) and the confidence used to rank them (B, L), float64.
+    """Predicted tokens x0 (B, L) and the confidence used to rank them (B, L).
 
-    ``exact``: x0 by the reference's float64 Gumbel-max (one noise draw per vocabulary entry).
-    Otherwise by inverse-CDF lookup in the float32 tempered probabilities, one uniform draw per
-    position: the same distribution from another random stream, for the fast sampler, because on
-    a CPU the reference's noise cost more than the forward pass. Greedy decoding is identical.
+    ``exact``: as LLaDA's ``generate.py``: x0 by its float64 Gumbel-max (one noise draw per
+    vocabulary entry), and the confidence ``softmax(logits)[x0]`` in the model's own dtype (a
+    bfloat16 model ranks bfloat16 probabilities, ties included, as the reference does).
+    Otherwise x0 by inverse-CDF lookup in the float32 tempered probabilities, one uniform draw
+    per position (the same distribution from another random stream, for the fast sampler: on a
+    CPU the reference's noise cost more than the forward pass), confidence in float32. Greedy
+    decoding picks the same tokens either way.
     """
-    probs = F.softmax(logits.to(torch.float64 if exact else torch.float32), dim=-1)  # LLaDA's confidence: p at T = 1
+    probs = F.softmax(logits if exact else logits.float(), dim=-1)  # LLaDA's confidence: p at T = 1
     if exact or temperature == 0:
         x0 = add_gumbel_noise(logits, temperature, generator).argmax(dim=-1)
     else:
@@ -104,20 +107,23 @@ def _predict(logits: torch.Tensor, temperature: float, remasking: str, generator
         u = torch.rand(cdf.shape[:-1] + (1,), device=cdf.device, generator=generator) * cdf[..., -1:]
         x0 = torch.searchsorted(cdf, u).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
     if remasking == "low_confidence":
-        confidence = probs.gather(-1, x0.unsqueeze(-1)).squeeze(-1).to(torch.float64)
+        confidence = probs.gather(-1, x0.unsqueeze(-1)).squeeze(-1)
     elif remasking == "random":
         # float32 draws, as the reference does, so a seeded run matches it number for number
-        confidence = torch.rand(x0.shape, device=x0.device, generator=generator).to(torch.float64)
+        confidence = torch.rand(x0.shape, device=x0.device, generator=generator)
     else:
         raise ValueError(f"remasking must be one of {REMASKING}, got {remasking!r}")
     return x0, confidence
 
 
 def _top_k(confidence: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """Bool mask (B, L) of each row's k[b] highest entries (ties: lowest position first)."""
-    order = confidence.argsort(dim=-1, descending=True, stable=True)  # (B, L)
-    keep = torch.arange(confidence.shape[1], device=confidence.device) < k.unsqueeze(1)  # (B, L)
-    return torch.zeros_like(keep).scatter(1, order, keep)
+    """Bool mask (B, L) of each row's k[b] highest entries, chosen by `torch.topk` row by row
+    (as the reference does, so equal confidences are broken the same way)."""
+    keep = torch.zeros_like(confidence, dtype=torch.bool)
+    for row, count in enumerate(k.tolist()):
+        if count:
+            keep[row, torch.topk(confidence[row], k=int(count)).indices] = True
+    return keep
 
 
 def _check_layout(steps: int, gen_length: int, block_length: int) -> int:

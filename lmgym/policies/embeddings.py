@@ -73,8 +73,8 @@ class MiniLMEmbedder(CachingEmbedder):
 
     dim = 384
 
-    def __init__(self, batch_size: int = 32, cache_size: int = 50_000):
-        super().__init__(batch_size=batch_size, cache_size=cache_size)
+    def __init__(self, batch_size: int = 32, cache_mb: float = 32.0):
+        super().__init__(batch_size=batch_size, cache_mb=cache_mb)
         load_minilm()  # fail at construction, not at the first judge pass
 
     def _embed_new(self, texts: list[str]) -> np.ndarray:

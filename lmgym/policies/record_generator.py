@@ -66,24 +66,27 @@ class DiffusionRecordGenerator:
 
     @torch.no_grad()
     def generate(self, prompts: list[str], n: int, seed: int) -> list[str]:
-        """``len(prompts) * n`` raw texts: the n samples of prompt 0 first."""
-        rows = [prompt_ids(self.tokenizer, p, self.max_prompt_tokens) for p in prompts for _ in range(n)]
-        width = max(len(r) for r in rows)
-        ids = torch.full((len(rows), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):  # left padding, as in training
-            ids[i, width - len(row):] = torch.tensor(row)
-            attention[i, width - len(row):] = 1
-        device = self.model.device
+        """``len(prompts) * n`` raw texts: the n samples of prompt 0 first.
+
+        Each prompt's n samples are one batch of their own, sampled from a generator seeded with
+        `seed`: batching prompts together would let the others change a prompt's texts (its
+        left padding and its share of the random stream).
+        """
         saved_threads = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(self.threads)
         try:
-            out = fast_generate(self.model, ids.to(device), attention.to(device), steps=self.steps,
-                                gen_length=self.gen_length, block_length=self.block_length,
-                                temperature=self.temperature, mask_id=self.tokenizer.mask_token_id,
-                                threshold=self.threshold, cache=self.cache, eos_id=self.tokenizer.eos_token_id,
-                                generator=torch.Generator(device=device).manual_seed(seed))
+            return [text for prompt in prompts for text in self._sample(prompt, n, seed)]
         finally:
             torch.set_num_threads(saved_threads)
-        return [decode_answer(self.tokenizer, row) for row in out.sequences[:, width:].tolist()]
+
+    def _sample(self, prompt: str, n: int, seed: int) -> list[str]:
+        row = prompt_ids(self.tokenizer, prompt, self.max_prompt_tokens)
+        device = self.model.device
+        ids = torch.tensor([row] * n, dtype=torch.long, device=device)  # (n, P): no padding needed
+        out = fast_generate(self.model, ids, torch.ones_like(ids), steps=self.steps, gen_length=self.gen_length,
+                            block_length=self.block_length, temperature=self.temperature,
+                            mask_id=self.tokenizer.mask_token_id, threshold=self.threshold, cache=self.cache,
+                            eos_id=self.tokenizer.eos_token_id,
+                            generator=torch.Generator(device=device).manual_seed(seed))
+        return [decode_answer(self.tokenizer, answer) for answer in out.sequences[:, len(row):].tolist()]

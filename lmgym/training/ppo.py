@@ -37,7 +37,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from lmgym.agents.base import Agent, RandomAgent
 from lmgym.agents.ppo_agent import ENCODER_FILE, PPOAgent
 from lmgym.agents.runner import run_episode
-from lmgym.envs.sb3_wrappers import TokenEncoder, make_sb3_env
+from lmgym.envs.sb3_wrappers import TokenEncoder, admissible_slots, make_sb3_env
 from lmgym.io import atomic_write_json, atomic_write_text
 from lmgym.policies.sb3 import SlotScoringPolicy
 
@@ -60,8 +60,9 @@ class PPOConfig:
     """torch CPU threads (small: the network is tiny and the machine is shared)"""
 
     # observation encoding (lmgym.envs.sb3_wrappers.TokenEncoder)
-    max_actions: int = 16
-    """admissible-action slots; actions past this many are unreachable"""
+    max_actions: int | None = None
+    """admissible-action slots (None: the env's max_admissible_actions, so every action is
+    playable; fewer cut the sorted list, with a warning)"""
     max_tokens: int = 64
     """token ids kept from the observation and from the task"""
     action_tokens: int = 8
@@ -201,7 +202,12 @@ def train(config: PPOConfig) -> dict:
     torch.set_num_threads(config.threads)
 
     # ---- env: text env -> admissible actions as Discrete + masks -> token ids -> Monitor -----
-    encoder_settings = {"max_tokens": config.max_tokens, "max_actions": config.max_actions,
+    max_actions = config.max_actions
+    if max_actions is None:
+        probe = gym.make(config.env_id, **env_kwargs)
+        max_actions = admissible_slots(probe)
+        probe.close()
+    encoder_settings = {"max_tokens": config.max_tokens, "max_actions": max_actions,
                         "action_tokens": config.action_tokens, "vocab_size": config.vocab_size}
     atomic_write_json(out / ENCODER_FILE, encoder_settings)
     encoder = TokenEncoder(**encoder_settings)

@@ -34,9 +34,11 @@ def test_reset_drops_the_banner_and_puts_the_task_in_info(env):
 
 
 def test_task_index_sweeps_the_split_in_sorted_order(env, alfworld_games):
-    names = [env.reset(options={"task_index": i})[1]["game"] for i in (0, 1, 140)]
+    names = [env.reset(options={"task_index": i})[1]["game"] for i in (0, 1, 0)]
     assert names[0] == names[2] != names[1]
     assert alfworld_games["valid_seen"][0].endswith(names[0] + "/game.tw-pddl")
+    with pytest.raises(ValueError, match="task_index 140 is out of range: ALFWorldEnv has tasks 0..139"):
+        env.reset(options={"task_index": 140})  # it used to wrap silently to game 0
 
 
 def test_task_type_filter_and_explicit_game_files(alfworld_games):
@@ -97,3 +99,31 @@ def test_missing_data_names_both_variables_and_the_layout(monkeypatch, tmp_path)
     message = str(error.value)
     assert "LMGYM_DATA" in message and "ALFWORLD_DATA" in message
     assert "json_2.1.1/{train,valid_seen,valid_unseen}" in message and "game.tw-pddl" in message
+
+
+def test_sb3_slots_make_every_expert_action_playable(alfworld_games):
+    # With 16 fixed slots, 32 of the 77 expert actions of these 20 games sat past the cut.
+    import numpy as np
+
+    from lmgym.envs.sb3_wrappers import AdmissibleActions
+
+    env = AdmissibleActions(gym.make("lmgym/ALFWorld-v0", split="valid_seen"))
+    rng = np.random.default_rng(0)
+    longest = 0
+    for k in range(20):
+        _, info = env.reset(seed=k, options={"task_index": k})
+        while True:  # the expert's walk, each action played by its slot index
+            index = info["admissible_actions"].index(info["expert_action"])
+            assert index < env.action_space.n and env.action_masks()[index]
+            _, _, terminated, truncated, info = env.step(index)
+            if terminated or truncated:
+                break
+        assert info["won"]
+        _, info = env.reset(seed=k, options={"task_index": k})
+        for _ in range(50):  # a random walk: the bound holds in states the expert never visits
+            longest = max(longest, len(info["admissible_actions"]))
+            assert info["admissible_truncated"] == 0
+            _, _, terminated, truncated, info = env.step(int(rng.integers(len(info["admissible_actions"]))))
+            if terminated or truncated:
+                break
+    assert 16 < longest <= env.action_space.n

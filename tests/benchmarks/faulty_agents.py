@@ -49,3 +49,26 @@ class RaisesAtSeed(RandomAgent):
         if self.current_seed == self.bad_seed:
             raise RuntimeError(f"agent broke on seed {self.episode_seed}")
         return super().decide(observation, info)
+
+
+class RaisesOnce(RandomAgent):
+    """The random agent, except that the first episode of `seed` it ever plays raises (a marker
+    file remembers it), so a resumed run retries that episode and succeeds."""
+
+    def __init__(self, seed: int, marker: str):
+        self.bad_seed = agent_seed(seed)
+        self.marker = Path(marker)
+        super().__init__()  # calls reset(seed=None)
+
+    def reset(self, *, seed=None, env_id=None):
+        super().reset(seed=seed, env_id=env_id)
+        if seed == self.bad_seed and not self.marker.exists():
+            self.marker.write_text("raised\n")
+            raise RuntimeError("a one-off failure")
+
+
+class BrokenEnv:
+    """An env entry point that raises when made: a suite must show it as an error, not drop it."""
+
+    def __init__(self, **kwargs):
+        raise OSError("the engine's shared library failed to load")

@@ -10,6 +10,7 @@ import pytest
 
 from lmgym.benchmarks.backends.processes import ProcessBackend
 from lmgym.benchmarks.cli import run as bench_cli
+from lmgym.benchmarks.report import wilson_interval
 from lmgym.benchmarks.runner import NONDETERMINISTIC_FIELDS, SpecMismatchError, read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.benchmarks.suites import smoke_suite
@@ -86,21 +87,81 @@ def test_resume_after_sigkill(tmp_path):
     assert "| lmgym/KeyDoor-v0 | random | 6 |" in second.stdout
 
 
-def test_a_folder_holds_one_spec(tmp_path):
+def test_a_folder_holds_one_spec_and_says_what_differs(tmp_path, capsys):
     run_benchmark(SPEC, tmp_path, quiet=True, plots=False)
     other = BenchmarkSpec("t", SPEC.envs, SPEC.agents, episodes=5, base_seed=7)
-    with pytest.raises(SpecMismatchError, match="another spec"):
+    with pytest.raises(SpecMismatchError, match="another spec \\(episodes: 4 in the folder, 5 requested\\)"):
         run_benchmark(other, tmp_path, quiet=True, plots=False)
+    capsys.readouterr()
+    run_benchmark(SPEC, tmp_path, quiet=True, plots=False)  # the same spec again: nothing to run
+    assert f"{tmp_path}: complete (16 episodes); summary rewritten" in capsys.readouterr().err
 
 
-def test_failing_agent_is_a_reported_error_not_a_crash(tmp_path):
+def test_spec_json_records_the_code_that_wrote_the_folder(tmp_path, capsys):
+    import lmgym
+
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(SPEC, tmp_path, quiet=True, plots=False, on_row=_stop_after(3))
+    written = json.loads((tmp_path / "spec.json").read_text())
+    assert written["written_by"]["lmgym_version"] == lmgym.__version__
+    assert written["written_by"]["git_commit"] is None or len(written["written_by"]["git_commit"]) == 40
+    assert BenchmarkSpec.from_dict(written) == SPEC  # spec.json is a spec file too
+    written["written_by"] = {"lmgym_version": "0.0.1", "git_commit": "0" * 40, "dirty": False}
+    (tmp_path / "spec.json").write_text(json.dumps(written))
+    capsys.readouterr()
+    run_benchmark(SPEC, tmp_path, quiet=True, plots=False)
+    err = capsys.readouterr().err
+    assert "resuming, 3 of 16 episodes done, 13 to run" in err
+    assert f"written by lmgym 0.0.1 (commit {'0' * 40}" in err and "new rows may differ" in err
+
+
+def _stop_after(count):
+    """An `on_row` hook that interrupts the run (as Ctrl-C does) after `count` rows."""
+    seen = []
+
+    def stop(row):
+        seen.append(row)
+        if len(seen) == count:
+            raise KeyboardInterrupt
+
+    return stop
+
+
+def test_failing_agent_is_a_reported_error_not_a_loss_and_is_retried_on_resume(tmp_path, capsys):
+    marker = tmp_path / "raised"
     spec = BenchmarkSpec("err", (EnvSpec("lmgym/KeyDoor-v0"),),
-                         (AgentSpec("flaky", "faulty_agents:RaisesAtSeed", {"seed": 1}),), episodes=3)
-    summary = run_benchmark(spec, tmp_path, quiet=True, plots=False)
-    [cell] = summary["cells"]
-    assert cell["episodes"] == 3 and cell["errors"] == 1
-    assert "RuntimeError: agent broke on seed 1" in cell["first_error"]
-    assert "agent broke on seed 1" in (tmp_path / "summary.md").read_text()
+                         (AgentSpec("flaky", "faulty_agents:RaisesOnce", {"seed": 1, "marker": str(marker)}),),
+                         episodes=3)
+    [cell] = run_benchmark(spec, tmp_path / "out", quiet=True, plots=False)["cells"]
+    assert cell["episodes"] == 2 and cell["errors"] == 1  # the rates are over the 2 finished episodes
+    assert cell["success_ci95"] == list(wilson_interval(cell["wins"], 2))
+    assert "RuntimeError: a one-off failure" in cell["first_error"]
+    assert "| flaky | 2/3 |" in (tmp_path / "out" / "summary.md").read_text()
+    [cell] = run_benchmark(spec, tmp_path / "out", quiet=True, plots=False)["cells"]
+    assert cell["episodes"] == 3 and cell["errors"] == 0  # retried, not counted as done
+    assert "1 of them retried after an error" in capsys.readouterr().err
+    assert sorted(r["episode"] for r in read_rows(tmp_path / "out")) == [0, 1, 2]
+
+
+def test_an_env_that_fails_to_start_is_an_error_and_a_failing_exit(tmp_path, capsys):
+    import gymnasium as gym
+
+    from lmgym.benchmarks import suites
+    from lmgym.envs.registry import ENVS, EnvEntry, register_env
+
+    register_env(EnvEntry("lmgym/Broken-v0", "faulty_agents:BrokenEnv", "raises when made", max_episode_steps=5))
+    try:
+        notes = []
+        assert [env_id for env_id, _ in suites.usable_envs(["lmgym/Broken-v0"], notes)] == ["lmgym/Broken-v0"]
+        assert notes == []  # not "left out": only missing data or modules are
+        code = bench_cli(["smoke", "--envs", "lmgym/Broken-v0", "lmgym/KeyDoor-v0", "--agents", "random",
+                          "--episodes", "2", "--out", str(tmp_path), "--quiet", "--no-plots"])
+        assert code == 1
+        out = capsys.readouterr().out
+        assert "| lmgym/Broken-v0 | random | 0/2 | - |" in out and "OSError: the engine's shared library" in out
+    finally:
+        ENVS.pop("lmgym/Broken-v0")
+        gym.registry.pop("lmgym/Broken-v0")
 
 
 def test_process_backend_matches_in_process_and_survives_a_killed_worker(tmp_path, reference_rows):
@@ -137,10 +198,40 @@ def test_cli_bad_input_is_one_line_not_a_traceback(tmp_path, capsys):
     assert "unknown env id 'lmgym/NoSuch-v0'" in capsys.readouterr().err
     assert bench_cli(["smoke", "--out", str(tmp_path), "--quiet", "--no-plots"]) == 0
     assert bench_cli(["smoke", "--episodes", "9", "--out", str(tmp_path), "--quiet"]) == 2
-    assert "holds results of another spec" in capsys.readouterr().err
+    assert "holds results of another spec (episodes: 3 in the folder, 9 requested)" in capsys.readouterr().err
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("id: x\nenvs: [lmgym/KeyDoor-v0\nagents: random\n")
+    assert bench_cli([str(bad_yaml), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"lmgym bench: error: {bad_yaml} is not valid YAML") and len(err.strip().splitlines()) == 1
+    assert bench_cli(["smoke", "--agents", "nosuchmod:Foo", "--out", str(tmp_path / "x"), "--quiet"]) == 2
+    assert capsys.readouterr().err.strip() == ("lmgym bench: error: agent 'nosuchmod:Foo': no module named 'nosuchmod'")
 
 
 def test_smoke_suite_comes_from_the_registry():
     spec = smoke_suite()
     assert {e.id for e in spec.envs} >= {"lmgym/KeyDoor-v0"}
     assert [a.name for a in spec.agents] == ["random", "expert"]
+
+
+def test_plots_show_zero_success_and_integer_episodes(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from lmgym.benchmarks.report import plot_returns, plot_success, summarize
+
+    spec = BenchmarkSpec("p", (EnvSpec("lmgym/KeyDoor-v0"),), (AgentSpec("random"), AgentSpec("expert")), episodes=3)
+    rows = [{"key": f"k|{agent}|{k}", "env": "lmgym/KeyDoor-v0", "agent": agent, "episode": k, "won": agent == "expert",
+             "return": float(agent == "expert"), "steps": 5, "invalid_actions": 0, "prompt_tokens": 0,
+             "completion_tokens": 0, "seconds": 0.1, "error": None} for agent in ("random", "expert") for k in range(3)]
+    figures = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figures.append(self))
+    summary = summarize(spec, rows)
+    plot_success(summary, tmp_path / "s.png")
+    plot_returns(summary, rows, tmp_path / "r.png")
+    success, returns = (f.axes[0] for f in figures)
+    assert {t.get_text() for t in success.texts} == {"0/3", "3/3"}  # the zero bar is labelled, not blank
+    assert any(min(seg[:, 1]) == 0 == max(seg[:, 1]) for c in success.collections for seg in c.get_segments())
+    assert "Wilson 95% CI" in success.get_ylabel()
+    ticks = returns.xaxis.get_major_locator().tick_values(0, 2)
+    assert all(float(t).is_integer() for t in ticks)
+    assert {t.get_text() for t in returns.get_legend().get_texts()} == {"random (n=3)", "expert (n=3)"}

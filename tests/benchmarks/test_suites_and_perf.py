@@ -79,9 +79,36 @@ def test_perf_steps_per_second_and_scripts_that_fail(tmp_path, monkeypatch):
     (tmp_path / "benchmarks" / "good.py").write_text("def run(quick):\n    return {'quick': quick, 'x': 1}\n")
     (tmp_path / "benchmarks" / "bad.py").write_text("def run(quick):\n    raise RuntimeError('broken engine')\n")
     (tmp_path / "benchmarks" / "slow.py").write_text("import time\ndef run(quick):\n    time.sleep(60)\n")
+    (tmp_path / "benchmarks" / "claims.py").write_text("def run(quick):\n    return {'failures': ['2x, claimed 3x']}\n")
     monkeypatch.setattr(perf, "REPO_ROOT", tmp_path)
     assert perf.run_script("good", True, 60)["result"] == {"quick": True, "x": 1}
     assert perf.run_script("bad", True, 60) | {"seconds": 0} == {
         "script": "bad", "status": "failed", "seconds": 0, "note": "RuntimeError: broken engine"}
     assert perf.run_script("slow", True, 0.5)["status"] == "timeout"
     assert perf.run_script("absent", True, 60)["status"] == "missing"
+    # a script that measured a claim and found it false is a failure, not an "ok" with a note
+    assert perf.run_script("claims", True, 60)["status"] == "failed"
+
+
+def test_scaling_rows_run_for_their_budget():
+    rows = perf.rollouts_per_second(budget_s=1.0)
+    assert [r["backend"] for r in rows] == ["in-process", "1 process", "2 processes"]
+    assert all(r["seconds"] >= 1.0 and r["episodes"] >= perf.ROLLOUT_CHUNK for r in rows)
+
+
+def test_with_the_shared_data_nothing_is_left_out_but_what_is_declared():
+    # CI sets LMGYM_DATA and installs every extra: then no id may be skipped, and a suite may
+    # leave out only ids whose declared optional modules are missing here.
+    import os
+
+    from lmgym.envs.registry import unavailable_reason
+
+    if not os.environ.get("LMGYM_DATA"):
+        pytest.skip("LMGYM_DATA is not set: this checks the CI configuration")
+    for env_id, entry in ENVS.items():
+        reason = unavailable_reason(entry)
+        assert reason is None or "optional modules" in reason, f"{env_id}: {reason}"
+    # the suites leave out exactly the unavailable ids (the matrix skips the same ones)
+    notes = []
+    suites.usable_envs([i for i in ENVS if unavailable_reason(ENVS[i])], notes)
+    assert len(notes) == sum(unavailable_reason(e) is not None for e in ENVS.values())

@@ -83,7 +83,8 @@ def test_too_many_actions_are_counted():
         def _step(self, action):
             return "room", 0.0, False, {"task": "t", "action_valid": True, "admissible_actions": [f"a{i}" for i in range(12)]}
 
-    _, info = AdmissibleActions(ManyActions(), max_actions=8).reset(seed=0)
+    with pytest.warns(RuntimeWarning, match="4 of 12 admissible actions do not fit the 8 action slots"):
+        _, info = AdmissibleActions(ManyActions(), max_actions=8).reset(seed=0)
     assert info["admissible_truncated"] == 4
 
 
@@ -92,8 +93,40 @@ def test_env_without_admissible_actions_gets_a_clear_error():
         def _reset(self, options):
             return "ask me", {"task": "answer"}
 
+    with pytest.raises(ValueError, match="declares no max_admissible_actions; pass max_actions"):
+        AdmissibleActions(FreeForm())
     with pytest.raises(ValueError, match="lists no info\\['admissible_actions'\\]"):
-        AdmissibleActions(FreeForm()).reset(seed=0)
+        AdmissibleActions(FreeForm(), max_actions=4).reset(seed=0)
+
+
+@pytest.mark.parametrize("env_id,kwargs", [("lmgym/KeyDoor-Large-v0", {}),
+                                           ("lmgym/ALFWorld-Gen-v0", {"num_receptacles": 6, "num_distractors": 4})])
+def test_default_slots_hold_every_admissible_action_of_the_env(env_id, kwargs):
+    # The slots are the env's own bound, so random walks never meet a list that does not fit
+    # (a fixed 16 cut ALFWorld's lists and made expert actions unplayable, silently).
+    if "ALFWorld" in env_id:
+        pytest.importorskip("alfworld")
+    env = AdmissibleActions(gym.make(env_id, **kwargs))
+    assert env.action_space.n == env.unwrapped.max_admissible_actions
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a cut would warn
+        for seed in range(5):
+            _, info = env.reset(seed=seed)
+            for _ in range(40):
+                assert info["admissible_truncated"] == 0 and env.action_masks().sum() == len(info["admissible_actions"])
+                _, _, terminated, truncated, info = env.step(int(rng.integers(len(info["admissible_actions"]))))
+                if terminated or truncated:
+                    break
+
+
+def test_too_few_slots_warn_once():
+    env = AdmissibleActions(gym.make("lmgym/KeyDoor-Large-v0"), max_actions=2)
+    with pytest.warns(RuntimeWarning, match="admissible actions do not fit the 2 action slots"):
+        env.reset(seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.step(0)  # warned already: silent
 
 
 def test_any_tokenizer_with_encode_works():

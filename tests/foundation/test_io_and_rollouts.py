@@ -22,6 +22,42 @@ def test_partial_last_line_is_dropped_then_repaired(tmp_path):
     assert [r["k"] for r in read_jsonl(path)] == [1, 2, 4]
 
 
+_APPENDER = """
+import sys
+from lmgym.io import append_jsonl
+path, name = sys.argv[1], sys.argv[2]
+for k in range(60):
+    append_jsonl(path, {"writer": name, "k": k, "pad": "x" * 400_000})
+"""
+
+
+def test_two_processes_appending_to_one_file_keep_every_line(tmp_path):
+    # Each append used to repair the file first, without a lock: a writer could cut off the
+    # line the other was still writing.
+    import subprocess
+    import sys
+
+    path = tmp_path / "shared.jsonl"
+    writers = [subprocess.Popen([sys.executable, "-c", _APPENDER, str(path), name]) for name in ("a", "b")]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0]
+    rows = list(read_jsonl(path))
+    assert sorted((r["writer"], r["k"]) for r in rows) == sorted((n, k) for n in "ab" for k in range(60))
+    assert all(len(r["pad"]) == 400_000 for r in rows)
+    assert path.read_bytes().count(b"\n") == 120
+
+
+def test_atomic_writes_get_the_usual_file_mode(tmp_path):
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)
+    atomic_write_json(tmp_path / "summary.json", {"a": 1})
+    assert (tmp_path / "summary.json").stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0o600
+    os.chmod(tmp_path / "summary.json", 0o640)
+    atomic_write_json(tmp_path / "summary.json", {"a": 2})  # a rewrite keeps the file's own mode
+    assert (tmp_path / "summary.json").stat().st_mode & 0o777 == 0o640
+
+
 def test_atomic_write_leaves_no_temporary_files(tmp_path):
     atomic_write_json(tmp_path / "a" / "s.json", {"x": [1, 2]})
     assert json.loads((tmp_path / "a" / "s.json").read_text()) == {"x": [1, 2]}

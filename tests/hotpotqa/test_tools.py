@@ -123,3 +123,48 @@ def test_latency_overlaps_across_threads_and_a_prefetched_step_does_not_pay_it()
 def test_negative_latency_is_rejected():
     with pytest.raises(ValueError, match="tool_latency_s"):
         gym.make(ENV_ID, tool_latency_s=-1)
+
+
+def test_a_tool_call_in_flight_across_a_reset_answers_for_its_own_episode():
+    # The latency used to be slept before the env's state was read: a reset in the meantime
+    # made the call answer with the new episode's pages.
+    env = gym.make(ENV_ID, tool_latency_s=0.4)
+    env.reset(seed=3)
+    tools = env.unwrapped.tools
+    title = env.unwrapped.question.hops[0]
+    old_page = env.unwrapped.engine.search(title).observation
+    env.step(f"search[{title}]")
+    keyword = title.split()[-1]
+    old_lookup = env.unwrapped.preview_lookup(keyword)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        search, lookup = pool.submit(tools.search, title), pool.submit(tools.lookup, keyword)
+        time.sleep(0.1)  # both calls are waiting out their latency now
+        env.reset(seed=4)
+        new_page = env.unwrapped.engine.search(title).observation
+        assert search.result() == old_page and lookup.result() == old_lookup
+    assert new_page != old_page  # the new episode's world answers differently
+
+
+class SlowBM25:
+    """BM25 that takes 0.2 s a query: a retriever whose work is worth running in parallel."""
+
+    def __init__(self, documents):
+        from lmgym.envs.hotpotqa.retrieval import BM25Retriever
+
+        self.inner = BM25Retriever(documents)
+
+    def search(self, query, k):
+        time.sleep(0.2)
+        return self.inner.search(query, k)
+
+
+def test_retrieval_runs_outside_the_lock():
+    env = gym.make(ENV_ID, search_mode="passages", retriever=SlowBM25)
+    env.reset(seed=3)
+    tools = env.unwrapped.tools
+    queries = [f"{title} facts" for title in env.unwrapped.engine.corpus.titles[:6]]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(tools.search, queries))
+    assert time.perf_counter() - start < 6 * 0.2 / 2  # six retrievals overlap instead of queueing
+    assert results == [env.unwrapped.engine.search(q).observation for q in queries]

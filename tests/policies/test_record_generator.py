@@ -33,6 +33,14 @@ def test_generate_is_prompt_major_seeded_and_conditioned_on_the_prompt(generator
     assert sum(r is not None and "definition" in r for r in records[4:]) >= 3
 
 
+def test_a_prompts_texts_do_not_depend_on_the_other_prompts_of_the_call(generator):
+    prompts = json.loads((DEFAULT_CHECKPOINT / EVAL_PROMPTS_FILE).read_text())["specified"]
+    alone = generator.generate([prompts["SuperNI"]], n=3, seed=7)
+    # a longer prompt beside it used to change its left padding and its share of the noise
+    assert generator.generate([prompts["MultiWOZ"], prompts["SuperNI"]], n=3, seed=7)[3:] == alone
+    assert generator.generate([prompts["SuperNI"], prompts["TruthfulQA"]], n=3, seed=7)[:3] == alone
+
+
 def test_diffusion_sampler_benchmark_quick():
     spec = importlib.util.spec_from_file_location("diffusion_sampler", REPO / "benchmarks" / "diffusion_sampler.py")
     bench = importlib.util.module_from_spec(spec)

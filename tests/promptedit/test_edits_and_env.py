@@ -151,6 +151,8 @@ def test_rule_based_generator_is_a_pure_function_of_its_arguments():
     a = generator.generate(["p one", "p two"], 3, seed=5)
     assert len(a) == 6 and a == generator.generate(["p one", "p two"], 3, seed=5)
     assert a != generator.generate(["p one", "p two"], 3, seed=6)
+    # a prompt's texts do not depend on which other prompts share the call
+    assert generator.generate(["p two"], 3, seed=5) == a[3:] == generator.generate(["p three", "p two"], 3, seed=5)[3:]
 
 
 @needs_truthfulqa

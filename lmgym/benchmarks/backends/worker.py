@@ -50,9 +50,15 @@ def all_jobs(spec: BenchmarkSpec) -> list[Job]:
             for a, agent in enumerate(spec.agents) if spec.plays(env, agent)]
 
 
-def _final_score(info_json: str) -> float | None:
-    score = json.loads(info_json).get("score")
-    return float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+#: Task metrics a row copies from the episode's last info, where the env reports them:
+#: ``score`` (WebShop's purchase reward, HotPotQA's F1, PromptEdit's reward) and HotPotQA's ``em``, ``f1``.
+SCORE_KEYS = ("score", "em", "f1")
+
+
+def _final_scores(info_json: str) -> dict[str, float | None]:
+    info = json.loads(info_json)
+    return {key: float(info[key]) if isinstance(info.get(key), (int, float)) and not isinstance(info.get(key), bool)
+            else None for key in SCORE_KEYS}
 
 
 def episode_columns(rollout: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +77,7 @@ def episode_columns(rollout: dict[str, Any]) -> dict[str, Any]:
         "prompt_tokens": sum(s.get("prompt_tokens", 0) for s in steps),
         "completion_tokens": sum(s.get("completion_tokens", 0) for s in steps),
         "format_errors": sum(bool(json.loads(s.get("agent_json") or "{}").get("format_error")) for s in steps),
-        "score": _final_score(last.get("info_json", "{}")),
+        **_final_scores(last.get("info_json", "{}")),
     }
 
 
@@ -117,18 +123,25 @@ class EpisodeWorker:
     @staticmethod
     def _fail(row: dict[str, Any], error: Exception) -> dict[str, Any]:
         row.update({"task": "", "return": 0.0, "won": False, "steps": 0, "invalid_actions": 0,
-                    "truncated": False, "prompt_tokens": 0, "completion_tokens": 0, "format_errors": 0, "score": None,
+                    "truncated": False, "prompt_tokens": 0, "completion_tokens": 0, "format_errors": 0,
+                    **dict.fromkeys(SCORE_KEYS),
                     "error": f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-3)}", ROLLOUT_FIELD: None})
         return row
 
     def run(self, job: Job) -> dict[str, Any]:
         """Play one episode: its row, with the rollout under `ROLLOUT_FIELD` (None when the
-        env or agent failed; such a row has ``error`` set)."""
+        env or agent failed; such a row has ``error`` set).
+
+        ``seconds`` is the episode alone: making the env and the agent (data loading, models)
+        happens before the clock starts, once per worker.
+        """
         row = self._row(job)
         start = time.perf_counter()
         try:
-            episode = run_episode(self._env(job.env), self._agent(job.agent), seed=row["seed"],
-                                  env_id=self.spec.envs[job.env].id, options=self._options(job))
+            env, agent = self._env(job.env), self._agent(job.agent)
+            start = time.perf_counter()
+            episode = run_episode(env, agent, seed=row["seed"], env_id=self.spec.envs[job.env].id,
+                                  options=self._options(job))
         except Exception as error:  # a broken env/agent is a result to report, not a crashed run
             self._fail(row, error)
         else:

@@ -3,7 +3,7 @@
 Used by the tests (tests/alfworld/test_differential.py), by the benchmark and by the exhaustive
 run (``python -m lmgym.envs.alfworld.differential --walks 5``). Both engines receive the same
 commands; at every step the feedback text, the sorted admissible commands, ``won`` and the
-done flag (``won``, as the official engine ends a game exactly when it is won) must be equal.
+done flag (the official engine's own ``done``; the native engine's is ``won``) must be equal.
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ class WalkResult:
     official_seconds: float = 0.0
 
 
-def _compare(step: int, command: str, native: EngineStep, official: EngineStep) -> list[Mismatch]:
+def compare(step: int, command: str, native: EngineStep, official: EngineStep) -> list[Mismatch]:
+    """Every field in which the two engines' reports of one step differ."""
     pairs = (
         ("feedback", native.feedback, official.feedback),
         ("admissible_commands", sorted(native.admissible_commands), sorted(official.admissible_commands)),
         ("won", native.won, official.won),
-        ("done", native.won, official.won),
+        ("done", native.done, official.done),
     )
     return [Mismatch(step, command, name, a, b) for name, a, b in pairs if a != b]
 
@@ -81,11 +82,11 @@ def walk(game_data: Mapping[str, Any], commands: list[str] | None = None, *, see
     official = official or TextWorldEngine(game_data)
     official_step = official.reset()
     result.official_seconds += time.perf_counter() - start
-    result.mismatches += _compare(0, "<reset>", native_step, official_step)
+    result.mismatches += compare(0, "<reset>", native_step, official_step)
     rng = np.random.default_rng(seed)
     steps = commands if commands is not None else [None] * max_steps
     for index, command in enumerate(steps, start=1):
-        if native_step.won:  # the official episode is done once won
+        if native_step.done or official_step.done:  # the episode is over in one of them
             break
         if command is None:
             command = random_commands(rng, native_step.admissible_commands, invalid_rate)
@@ -96,7 +97,7 @@ def walk(game_data: Mapping[str, Any], commands: list[str] | None = None, *, see
         start = time.perf_counter()
         official_step = official.step(command)
         result.official_seconds += time.perf_counter() - start
-        found = _compare(index, command, native_step, official_step)
+        found = compare(index, command, native_step, official_step)
         result.mismatches += found
         if found:
             break  # later steps would only repeat the first divergence

@@ -60,6 +60,7 @@ class EngineStep:
     admissible_commands: list[str]  # sorted, without duplicates
     won: bool
     valid: bool  # the command matched an admissible command
+    done: bool  # the game is over (the official ``done``; the native engine ends a game when it is won)
 
 
 # -- the static part of a game -------------------------------------------------------------
@@ -158,11 +159,31 @@ class World:
             return self._goal.holds(facts)
         return goal_holds(self.problem.goal, facts, self.problem)
 
+    @property
+    def max_admissible_commands(self) -> int:
+        """An upper bound on the admissible commands of any state of this game (`admissible_bound`)."""
+        facing = max((len(rs) for rs in self.receptacles_by_location.values()), default=0)
+        return admissible_bound(len(self.receptacles_at), facing, len(self.pickupable), len(self.toggleable),
+                                len(self.sliceable))
+
     def receptacles_of_type(self, kind: str) -> list[str]:
         return [r for r, _ in self.receptacles_at if kind in self.receptacle_types.get(r, ())]
 
     def location_of(self, receptacle: str) -> str | None:
         return next((l for r, l in self.receptacles_at if r == receptacle), None)
+
+
+def admissible_bound(receptacles: int, facing: int, pickupable: int, toggleable: int, sliceable: int) -> int:
+    """Most admissible commands any state can list, from `NativeEngine._ground_actions`' rules.
+
+    Always: help, inventory, look, ``go to`` each receptacle, and for each of the (at most
+    `facing`) receptacles at the agent's location examine and open/close; use each toggleable
+    object. Empty-handed: take each pickupable object. Holding one object (never more): move it
+    to, and clean/heat/cool it with, each receptacle faced; examine it; slice each sliceable one.
+    """
+    empty_handed = pickupable
+    holding = facing * (1 + 3) + 1 + sliceable
+    return 3 + receptacles + 2 * facing + toggleable + max(empty_handed, holding)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -415,7 +436,7 @@ class NativeEngine:
 
     def _report(self, feedback: str, valid: bool) -> EngineStep:
         self._actions = self._ground_actions()
-        return EngineStep(feedback, sorted(self._actions), self.won, valid)
+        return EngineStep(feedback, sorted(self._actions), self.won, valid, done=self.won)
 
 
 def _listing(items: list[str]) -> str:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
+from lmgym.envs.alfworld.differential import compare
 from lmgym.envs.alfworld.engine import EngineStep, NativeEngine
 from lmgym.envs.alfworld.expert import Expert
 from lmgym.envs.alfworld.games import SPLIT_ALIASES, SPLITS, TASK_TYPES, Game, game_paths, load_game, task_type_of
 from lmgym.envs.core import TextEnv
 
 ENGINES = ("native", "textworld")
+
+
+class EngineMismatchError(RuntimeError):
+    """With ``engine="textworld"``, the official and the native engine reported a step differently."""
 BANNER = "-= Welcome to TextWorld, ALFRED! =-"
 #: ALFWorld before v0.4 (and the ReAct prompts) wrote ``put X in/on Y`` for ``move X to Y``.
 LEGACY_PUT = re.compile(r"^put (?P<obj>.+?) (?:in/on|in|on) (?P<receptacle>.+)$")
@@ -62,7 +67,11 @@ class ALFWorldEnv(TextEnv):
     ``"eval_in_distribution"``/``"eval_out_of_distribution"``), ``task_types`` (a subset of
     `TASK_TYPES`, default all), ``game_files`` (explicit ``game.tw-pddl`` paths, instead of a
     split), ``engine`` (``"native"``, default, or ``"textworld"``: the official engine, needs
-    ``lmgym[textworld]``), ``expert`` (compute ``expert_action``, default True).
+    ``lmgym[textworld]``), ``expert`` (compute ``expert_action``, default True). With
+    ``engine="textworld"`` the native engine runs beside the official one (the expert plans on
+    its state) and every reset and step compares the two (`differential.compare`): a
+    difference raises `EngineMismatchError` naming the field, instead of playing on with an
+    expert whose state has drifted.
 
     Subclasses that make games elsewhere (procedural generation) override `_list_game_files`
     and `_select_game`; everything else is shared.
@@ -123,6 +132,14 @@ class ALFWorldEnv(TextEnv):
     def num_tasks(self) -> int | None:
         return len(self.game_files) or None
 
+    @property
+    def max_admissible_actions(self) -> int:
+        """The largest `admissible_bound` over this env's games (computed once: it parses each game)."""
+        if getattr(self, "_max_admissible", None) is None:
+            self._max_admissible = max(NativeEngine(load_game(p).data).world.max_admissible_commands
+                                       for p in self.game_files)
+        return self._max_admissible
+
     def _select_game(self, options: dict[str, Any]) -> Game:
         """The game of this episode (seeded draw or ``options["task_index"]``)."""
         return load_game(self.game_files[self.choose_task_index(options)])
@@ -131,12 +148,12 @@ class ALFWorldEnv(TextEnv):
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.game = self._select_game(options)
         # The native engine always runs: it is the expert's state, and with engine="textworld"
-        # a free live cross-check of the official one.
+        # the live cross-check of the official one.
         self._native = NativeEngine(self.game.data)
         result = self._native.reset()
         self._expert = Expert(self._native) if self.expert else None
         if self.engine == "textworld":
-            result = self._official_engine().reset()
+            result = self._cross_checked(0, "<reset>", result, self._official_engine().reset())
         self._last = result
         self.task = self._native.world.task.removeprefix("Your task is to: ")
         observation = result.feedback
@@ -155,15 +172,22 @@ class ALFWorldEnv(TextEnv):
         return self._official
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        if self._native is None:
-            raise RuntimeError("call reset() before step()")
         command, used_alias = self.translate_legacy(action, self._last.admissible_commands)
         result = self._native.step(command)
         if self.engine == "textworld":
-            result = self._official.step(command)
+            result = self._cross_checked(1, command, result, self._official.step(command))
         self._last = result
         reward = 1.0 if result.won else 0.0
         return result.feedback, reward, result.won, self._info(result, executed=command, used_alias=used_alias)
+
+    def _cross_checked(self, step: int, command: str, native: EngineStep, official: EngineStep) -> EngineStep:
+        """The official step, once it is known to equal the native one."""
+        found = compare(step, command, native, official)
+        if found:
+            first = found[0]
+            raise EngineMismatchError(f"{self.game.name}: after {command!r} the engines differ in {first.field}: "
+                                      f"native {first.native!r}, official {first.official!r}")
+        return official
 
     @staticmethod
     def translate_legacy(action: str, admissible: Sequence[str]) -> tuple[str, bool]:

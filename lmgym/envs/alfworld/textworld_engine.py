@@ -49,17 +49,17 @@ class TextWorldEngine:
         self._admissible: list[str] = []
 
     def reset(self) -> EngineStep:
-        return self._report(self._env.reset(), valid=True)
+        return self._report(self._env.reset(), valid=True, done=False)
 
     def step(self, command: str) -> EngineStep:
         # PddlEnv.step matches command.strip() against the previous state's commands.
         valid = command.strip() in self._admissible
-        state, _score, _done = self._env.step(command)
-        return self._report(state, valid)
+        state, _score, done = self._env.step(command)
+        return self._report(state, valid, bool(done))
 
-    def _report(self, state, valid: bool) -> EngineStep:
+    def _report(self, state, valid: bool, done: bool) -> EngineStep:
         self._admissible = list(state["admissible_commands"])
-        return EngineStep(state.feedback, self._admissible, bool(state["won"]), valid)
+        return EngineStep(state.feedback, self._admissible, bool(state["won"]), valid, done=done)
 
     def __getstate__(self):
         raise TypeError("the official engine holds a native Fast Downward handle; rebuild it instead of pickling")

@@ -68,8 +68,26 @@ class SearchState:
     surfaced: set[str] = field(default_factory=set)  # titles named in any observation
 
 
+#: Characters of an invalid action echoed back (WebShop's limit): a megabyte of junk is not worth reading.
+MAX_ECHO = 80
+
+
+def invalid(action: str) -> str:
+    """ReAct's ``Invalid action: <action>``, the action cut at `MAX_ECHO` characters."""
+    return f"Invalid action: {action if len(action) <= MAX_ECHO else action[:MAX_ECHO] + '...'}"
+
+
+def search_observation(engine: SearchEngine, query: str) -> str:
+    """What ``step("search[query]")`` shows for `query` with `engine` (an empty query is invalid)."""
+    if not query.strip():
+        return invalid(f"search[{query}]")
+    return engine.search(query).observation
+
+
 class SearchEngine:
-    """Search and lookup over one corpus; results of `search` are memoised (thread-safe)."""
+    """Search and lookup over one corpus; results of `search` are memoised (thread-safe: the
+    memo is read and written under a lock, the search itself, pure, runs outside it, so
+    concurrent tool calls retrieve in parallel)."""
 
     def __init__(self, corpus: Corpus, retriever: RetrieverFactory, *, search_mode: str = "page",
                  top_k: int = 3, num_similar: int = 5):
@@ -96,9 +114,12 @@ class SearchEngine:
 
     def search(self, query: str) -> SearchOutcome:
         with self._lock:
-            if query not in self._memo:
-                self._memo[query] = self._search(query)
-            return self._memo[query]
+            known = self._memo.get(query)
+        if known is not None:
+            return known
+        outcome = self._search(query)  # two threads may both compute a new query: same result
+        with self._lock:
+            return self._memo.setdefault(query, outcome)
 
     def _search(self, query: str) -> SearchOutcome:
         if self.search_mode == "passages":

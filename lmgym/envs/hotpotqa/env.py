@@ -14,7 +14,7 @@ from typing import Any
 from lmgym.envs.core import TextEnv
 from lmgym.envs.hotpotqa import scoring
 from lmgym.envs.hotpotqa.corpus import Corpus, Question, load_questions, question_corpus, shared_corpus, short_title
-from lmgym.envs.hotpotqa.engine import (SearchEngine, SearchState, apply_lookup, apply_search, lookup,
+from lmgym.envs.hotpotqa.engine import (SearchEngine, SearchState, apply_lookup, apply_search, invalid, lookup,
                                         parse_action)
 from lmgym.envs.hotpotqa.expert import expert_step
 from lmgym.envs.hotpotqa.retrieval import RetrieverFactory, nearest_titles, resolve_retriever
@@ -23,13 +23,6 @@ from lmgym.envs.hotpotqa.tools import SearchTools
 CORPORA = ("question", "all")
 SEARCH_MODES = ("page", "passages")
 MAX_LOOKUP_ACTIONS = 5  # admissible lookup[...] actions listed at most
-#: Characters of an invalid action echoed back (WebShop's limit): a megabyte of junk is not worth reading.
-MAX_ECHO = 80
-
-
-def invalid(action: str) -> str:
-    """ReAct's ``Invalid action: <action>``, the action cut at `MAX_ECHO` characters."""
-    return f"Invalid action: {action if len(action) <= MAX_ECHO else action[:MAX_ECHO] + '...'}"
 
 
 class SearchQAEnv(TextEnv):
@@ -76,8 +69,10 @@ class SearchQAEnv(TextEnv):
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         parsed = parse_action(action)
-        if self.state.answer is None and parsed is not None and parsed[0] == "search" and parsed[1].strip():
-            self._pay_latency(parsed[1])
+        with self._lock:
+            engine, answered = self.engine, self.state.answer is not None
+        if not answered and parsed is not None and parsed[0] == "search" and parsed[1].strip():
+            self._pay_latency(engine, parsed[1])
         with self._lock:
             if self.state.answer is not None:  # stepping after the end: repeat the ending
                 return self._last, 0.0, True, self._info(False)
@@ -104,19 +99,16 @@ class SearchQAEnv(TextEnv):
         self.state.answer = argument
         return f"Episode finished, reward = {int(scoring.exact_match(argument, self.question.answer))}", True
 
-    def _pay_latency(self, query: str) -> None:
+    def _pay_latency(self, engine: SearchEngine, query: str) -> None:
         """A search not already fetched by a tool call costs the tool latency (slept unlocked)."""
-        if self.tools.latency_s and not self.engine.is_memoised(query):
+        if self.tools.latency_s and not engine.is_memoised(query):
             time.sleep(self.tools.latency_s)
 
     # -- the tools' view (thread-safe, changes nothing) -----------------------------------
-    def preview_search(self, query: str) -> str:
-        """What ``step("search[query]")`` returns (searches are pure: any time gives the same)."""
+    def current_engine(self) -> SearchEngine:
+        """This episode's search engine (its searches are pure: any thread may run them)."""
         with self._lock:
-            engine = self.engine
-        if not query.strip():
-            return invalid(f"search[{query}]")
-        return engine.search(query).observation
+            return self.engine
 
     def preview_lookup(self, keyword: str) -> str:
         """What ``step("lookup[keyword]")`` would return from the current state."""
@@ -156,6 +148,7 @@ class SearchQAEnv(TextEnv):
             "f1": f1,
             "precision": precision,
             "recall": recall,
+            "score": f1,
         }
         if answer is not None:
             info["gold_answer"] = question.answer
@@ -205,8 +198,8 @@ class HotPotQAEnv(SearchQAEnv):
     The common keys (`lmgym.envs.core.INFO_KEYS`), ``expert_action`` and ``expert_reasoning``
     (`lmgym.envs.hotpotqa.expert`), ``question_id``, ``question_type`` (bridge/comparison),
     ``answer`` (the submitted answer, None before finish), ``em``, ``f1``, ``precision``,
-    ``recall`` (official HotPotQA scores of ``answer``, 0 before finish) and, after finish,
-    ``gold_answer``.
+    ``recall`` (official HotPotQA scores of ``answer``, 0 before finish), ``score`` (= ``f1``,
+    what the benchmark runner's score column averages) and, after finish, ``gold_answer``.
 
     ``admissible_actions`` (what RandomAgent and SB3 choose from): ``search[T]`` for every
     known title T (the question's paragraph titles with ``corpus="question"``; with

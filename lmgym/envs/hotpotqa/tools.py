@@ -11,9 +11,12 @@ keeps decoding its reasoning while the tool runs, then commits the action with `
   the env's state at the moment of the call, without advancing the lookup cursor (the step
   does that); a step taken in between changes what the next call returns, as it would change
   what the step returns.
-* Calls are thread-safe: state is read under the env's lock; the simulated latency
-  (``tool_latency_s``) is slept outside it, before the result is computed, so concurrent calls
-  overlap their waits and a step never waits for a tool call's sleep.
+* Calls are thread-safe and belong to the episode they were made in: when called, a tool takes
+  that episode's search engine (a search) or its lookup answer (a lookup) under the env's lock;
+  then the simulated latency (``tool_latency_s``) is slept, and the search itself runs, outside
+  the lock (it is pure). Concurrent calls overlap their waits, a step never waits for a tool
+  call's sleep, and a call in flight across a reset returns the old episode's result, never a
+  page of the new one.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from lmgym.envs.hotpotqa.engine import parse_action
+from lmgym.envs.hotpotqa.engine import parse_action, search_observation
 
 if TYPE_CHECKING:
     from lmgym.envs.hotpotqa.env import SearchQAEnv
@@ -37,14 +40,17 @@ class SearchTools:
         self.latency_s = float(latency_s)
 
     def search(self, query: str) -> str:
-        """The observation of ``search[query]`` (page, ``Could not find ...`` or passages)."""
+        """The observation of ``search[query]`` in the episode of the call (page, ``Could not
+        find ...`` or passages)."""
+        engine = self._env.current_engine()
         self._wait()
-        return self._env.preview_search(query)
+        return search_observation(engine, query)
 
     def lookup(self, keyword: str) -> str:
-        """The observation ``lookup[keyword]`` would give now (the cursor is not advanced)."""
+        """The observation ``lookup[keyword]`` would give at the call (the cursor is not advanced)."""
+        observation = self._env.preview_lookup(keyword)
         self._wait()
-        return self._env.preview_lookup(keyword)
+        return observation
 
     def dispatch(self, action: str) -> str | None:
         """Run a ``search[...]``/``lookup[...]`` action text as a tool call; None for other text."""

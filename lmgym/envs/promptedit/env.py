@@ -55,7 +55,8 @@ class PromptEditEnv(TextEnv):
     concrete commands that change the current prompt) plus ``metrics`` (tsr, field_overlap,
     similarity, diversity, entropy, novelty, perplexity, distinct_1, distinct_2, parse_rate),
     ``feedback`` (str), ``sub_rewards`` (tsr, diversity, novelty, non_memorisation, rubric),
-    ``rubric`` (question -> bool) and ``prompt``. No ``expert_action``: the greedy hill-climber
+    ``rubric`` (question -> bool), ``prompt`` and ``score`` (the current prompt's reward, what
+    the benchmark runner's score column averages over final prompts). No ``expert_action``: the greedy hill-climber
     of ``benchmarks/promptedit_baselines.py`` needs a generation per candidate edit.
 
     ## Rewards
@@ -141,6 +142,10 @@ class PromptEditEnv(TextEnv):
         self.__dict__.update(state)
 
     # -- the MDP -----------------------------------------------------------------------------
+    @property
+    def max_admissible_actions(self) -> int:
+        return len(self.library)  # one command per library entry at most
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.prompt = self.task.initial_prompt
         self._judge_prompt()
@@ -185,6 +190,7 @@ class PromptEditEnv(TextEnv):
             "feedback": verdict.feedback,
             "sub_rewards": dict(verdict.sub_rewards),
             "rubric": dict(verdict.answers),
+            "score": float(verdict.reward),
         }
 
 

@@ -5,7 +5,9 @@ Interface (all the env needs): an object with
     generate(prompts: list[str], n: int, seed: int) -> list[str]
 
 returning ``len(prompts) * n`` raw texts, prompt-major (the n samples of prompt 0 first), a
-pure function of its arguments. Any masked-diffusion or autoregressive model wrapped this way
+pure function of its arguments in which a prompt's n texts depend only on (prompt, n, seed),
+not on the other prompts of the call (each prompt's samples are drawn from a generator seeded
+with `seed`; prompts are then compared on common random numbers). Any masked-diffusion or autoregressive model wrapped this way
 works; the env never imports torch itself: it resolves a ``"module:attribute"`` entry point at
 construction (as Gymnasium does for env entry points) and calls it with ``generator_kwargs``.
 
@@ -80,8 +82,11 @@ class RuleBasedGenerator:
         self.records = list(records if records is not None else self.task.train)
 
     def generate(self, prompts: list[str], n: int, seed: int) -> list[str]:
-        rng = np.random.default_rng(seed)
-        return [self.follow(prompt, rng) for prompt in prompts for _ in range(n)]
+        texts = []
+        for prompt in prompts:  # one stream per prompt: its texts do not depend on the others
+            rng = np.random.default_rng(seed)
+            texts += [self.follow(prompt, rng) for _ in range(n)]
+        return texts
 
     def follow(self, prompt: str, rng: np.random.Generator, base: dict | None = None) -> str:
         """One text for `prompt` by the rules above."""

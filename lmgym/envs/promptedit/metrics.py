@@ -3,7 +3,7 @@
 Agents of Diffusion (AoD) names these metrics but publishes no formulas; the definitions below
 are lmgym's, and docs/promptedit.md says why each one measures what it claims.
 Notation: a batch is B generated texts; "parsed" texts are those that load as a JSON object;
-the reference set R is the task's held-out records (configurable in `Judge`).
+the reference set R is the task's held-out records (configurable in `JudgeCluster`).
 
 * ``tsr`` (task success rate): share of the B texts that parse, validate against the schema
   and pass every semantic check of the task.
@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections import Counter, OrderedDict
 from typing import Any, Iterable, Protocol, Sequence
 
@@ -153,30 +154,46 @@ class CachingEmbedder:
 
     `embed` embeds only texts not in the cache, in chunks of `batch_size` sorted by length (so
     padded batches hold similar lengths and the work order is fixed), then reads every row from
-    the cache; at most `cache_size` texts are kept.
+    the cache. The cache holds at most `cache_mb` megabytes (vectors and their keys, counted
+    by `sys.getsizeof`), least recently used out first: memory stays flat however many
+    batches a run judges.
     """
 
     dim: int
 
-    def __init__(self, batch_size: int = 256, cache_size: int = 50_000):
-        self.batch_size, self.cache_size = batch_size, cache_size
+    def __init__(self, batch_size: int = 256, cache_mb: float = 32.0):
+        if cache_mb < 0:
+            raise ValueError(f"cache_mb must be >= 0, got {cache_mb}")
+        self.batch_size, self.cache_bytes = batch_size, int(cache_mb * 2**20)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.cached_bytes = 0  # what the cache holds now
 
     def _embed_new(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
+    @staticmethod
+    def _entry_bytes(text: str, vector: np.ndarray) -> int:
+        return sys.getsizeof(text) + vector.nbytes
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        fresh: dict[str, np.ndarray] = {}
         new = sorted({t for t in texts if t not in self._cache}, key=lambda t: (len(t), t))
         for start in range(0, len(new), self.batch_size):
             chunk = new[start:start + self.batch_size]
-            for text, vector in zip(chunk, self._embed_new(chunk)):
-                self._cache[text] = vector
+            fresh.update(zip(chunk, self._embed_new(chunk)))
         rows = []
         for text in texts:
-            self._cache.move_to_end(text)
-            rows.append(self._cache[text])
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                rows.append(self._cache[text])
+            else:
+                rows.append(fresh[text])
+        for text, vector in fresh.items():  # then cache what fits, oldest out first
+            self._cache[text] = vector
+            self.cached_bytes += self._entry_bytes(text, vector)
+        while self.cached_bytes > self.cache_bytes and self._cache:
+            text, vector = self._cache.popitem(last=False)
+            self.cached_bytes -= self._entry_bytes(text, vector)
         return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
 
 
@@ -197,8 +214,8 @@ class HashedNgramEmbedder(CachingEmbedder):
     BASE = 257
 
     def __init__(self, idf_corpus: Sequence[str] = (), dim: int = 2048, ngram_range: tuple[int, int] = (3, 5),
-                 cache_size: int = 50_000):
-        super().__init__(cache_size=cache_size)
+                 cache_mb: float = 32.0):
+        super().__init__(cache_mb=cache_mb)
         self.dim, self.ngram_range = dim, ngram_range
         self.idf = np.ones(dim, dtype=np.float32)
         if idf_corpus:
@@ -250,12 +267,18 @@ class NgramLM:
     context is unseen dropped (their weight moved to the lower orders). Interpolation as in
     Chen & Goodman (1998), "An Empirical Study of Smoothing Techniques for Language Modeling".
     Texts are padded with two <s> and one </s>.
+
+    Log-probabilities are memoised in at most `memo_mb` megabytes (cleared when full), counted
+    as `MEMO_ENTRY_BYTES` per entry: the key tuple, its float, its dict slot and the token
+    strings it keeps alive (tests/promptedit/test_metrics.py measures an entry with tracemalloc).
     """
 
-    MEMO_SIZE = 1_000_000  # trigram log-probabilities remembered (cleared when full)
+    MEMO_ENTRY_BYTES = 400
 
-    def __init__(self, texts: Sequence[str], weights: tuple[float, float, float] = (0.2, 0.3, 0.5)):
+    def __init__(self, texts: Sequence[str], weights: tuple[float, float, float] = (0.2, 0.3, 0.5),
+                 memo_mb: float = 32.0):
         self.weights = weights
+        self.memo_entries = int(memo_mb * 2**20) // self.MEMO_ENTRY_BYTES
         self.unigrams: Counter = Counter()
         self.bigrams: Counter = Counter()
         self.trigrams: Counter = Counter()
@@ -285,7 +308,7 @@ class NgramLM:
             if context := self.contexts2.get((u, v), 0):
                 numerator, weight = numerator + l3 * self.trigrams.get(key, 0) / context, weight + l3
             value = math.log(numerator / weight)
-            if len(self._memo) >= self.MEMO_SIZE:
+            if len(self._memo) >= self.memo_entries:
                 self._memo.clear()
             self._memo[key] = value
         return value

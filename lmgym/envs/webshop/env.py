@@ -9,7 +9,8 @@ from lmgym.envs.core import TextEnv
 from lmgym.envs.webshop.catalog import Catalog, load_catalog
 from lmgym.envs.webshop.expert import expert_step, instruction_query
 from lmgym.envs.webshop.goals import GOAL_SOURCES, goals_for, split_range
-from lmgym.envs.webshop.pages import OBSERVATION_MODES, WebShopSession
+from lmgym.envs.webshop.pages import OBSERVATION_MODES, PRODUCT_WINDOW, SUB_PAGES, WebShopSession
+from lmgym.envs.webshop.reward import is_success, noun_tagger, purchase_reward
 from lmgym.envs.webshop.search import index_for
 
 _ACTION = re.compile(r"^\s*(search|click)\[(.*)\]\s*$", re.DOTALL)
@@ -45,7 +46,8 @@ class WebShopEnv(TextEnv):
     (any keywords are allowed there). Also ``page`` (search, search_results, item_page,
     item_sub_page, done), ``has_search_bar``, ``clickables`` (the original's
     ``get_available_actions()`` order), ``goal_index``, ``expert_action`` and
-    ``expert_reasoning`` (`lmgym.envs.webshop.expert`) until the purchase, and after
+    ``expert_reasoning`` (`lmgym.envs.webshop.expert`) until the purchase, ``score`` (the
+    purchase reward in [0, 1], 0 until a purchase: WebShop's score is its mean x 100), and after
     ``click[buy now]``: ``reward_info`` (the reward's breakdown) and ``purchased`` (asin,
     options, price).
 
@@ -97,6 +99,10 @@ class WebShopEnv(TextEnv):
         self.goal_source = goal_source
         self.show_attrs = show_attrs
         self._attach_catalog()
+        # The reward's title score needs spaCy's English model: load it now (once per process),
+        # so a missing model fails here, not at the first purchase, and no episode pays the
+        # seconds of loading it.
+        noun_tagger()
         self.session: WebShopSession | None = None
 
     # -- the catalogue: the one thing a procedural twin overrides ------------------------
@@ -130,6 +136,13 @@ class WebShopEnv(TextEnv):
     def num_tasks(self) -> int:
         return len(self.task_indices)
 
+    @property
+    def max_admissible_actions(self) -> int:
+        """A results page (a product window, back, prev, next) or an item page (every option
+        value of the product with the most, the sub-pages, buy, back, prev), whichever is larger."""
+        values = max((sum(len(v) for v in p["options"].values()) for p in self.catalog.products), default=0)
+        return max(PRODUCT_WINDOW + 3, values + len(SUB_PAGES) + 3)
+
     # -- the episode ------------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.goal_index = self.task_indices[self.choose_task_index(options)]
@@ -140,8 +153,6 @@ class WebShopEnv(TextEnv):
 
     def _step(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
         session = self.session
-        if session is None:
-            raise RuntimeError("call reset() before step()")
         if session.done:
             return self._invalid("the purchase is made; reset to shop again"), 0.0, True, self._info(action_valid=False)
         match = _ACTION.match(action)
@@ -167,9 +178,6 @@ class WebShopEnv(TextEnv):
         return session.render(self.observation_mode), reward, True, self._info(action_valid=True)
 
     def _purchase_reward(self) -> float:
-        # Imported here: the reward loads spaCy on first use, which a search-only run never needs.
-        from lmgym.envs.webshop.reward import is_success, purchase_reward
-
         purchase = self.session.purchase
         product = self.catalog.by_asin[purchase["asin"]]
         total, breakdown = purchase_reward(product, self.session.goal, purchase["price"], purchase["options"])
@@ -197,6 +205,7 @@ class WebShopEnv(TextEnv):
             "has_search_bar": session.has_search_bar,
             "clickables": clickables,
             "goal_index": int(self.goal_index),
+            "score": float(session.purchase.get("reward", 0.0)) if session.purchase else 0.0,
         }
         step = expert_step(session)
         if step is not None:

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from typing import Any, Sequence
 
+from lmgym.envs.alfworld.engine import admissible_bound
 from lmgym.envs.alfworld.env import ALFWorldEnv
 from lmgym.envs.alfworld.games import SPLIT_ALIASES, TASK_TYPES, Game
 from lmgym.envs.alfworld.gen.generator import GenKnobs, Household, generate_game
+from lmgym.envs.alfworld.gen.scenes import alfworld_facts, split_scenes
+
+#: Objects `generate_game` places besides the distractors: up to 3 targets and a desk lamp.
+TASK_OBJECTS = 4
 
 #: ALFWorld split names -> the generator's room sets ("valid_seen" would replay training rooms).
 ROOM_SPLITS = {"train": "train", "valid_unseen": "unseen"}
@@ -105,9 +111,25 @@ class ALFWorldGenEnv(ALFWorldEnv):
     def num_tasks(self) -> int | None:
         return None  # unlimited: task_index k is generator seed k
 
+    @property
+    def task_index_range(self) -> int:
+        return SEED_RANGE
+
+    @property
+    def max_admissible_actions(self) -> int:
+        """`admissible_bound` over every room of the split under these knobs (games are unlimited,
+        so the bound comes from the rooms and the object count, not from the games)."""
+        scenes = [alfworld_facts().scenes[n] for n in split_scenes(self.knobs.split)]
+        receptacles = max(len(s.receptacles) for s in scenes)
+        if self.knobs.num_receptacles is not None:
+            receptacles = min(receptacles, self.knobs.num_receptacles)
+        facing = max(max(Counter(r.location for r in s.receptacles).values()) for s in scenes)
+        objects = TASK_OBJECTS + self.knobs.num_distractors  # each may be pickupable, toggleable and sliceable
+        return admissible_bound(receptacles, facing, objects, objects, objects)
+
     def _select_game(self, options: dict[str, Any]) -> Game:
         if "task_index" in options:
-            seed = int(options["task_index"]) % SEED_RANGE
+            seed = int(options["task_index"])
         else:
             seed = int(self.np_random.integers(SEED_RANGE))
         household = cached_game(seed, self.knobs)
