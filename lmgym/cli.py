@@ -21,8 +21,7 @@ import sys
 from typing import Callable, Sequence
 
 
-class InputError(Exception):
-    """Something the user named cannot be used (an env id, its kwargs, an agent, a file)."""
+from lmgym.errors import InputError
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:

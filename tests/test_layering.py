@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "lmgym"
 
 LAYERS = {
-    "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0,
+    "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0,
     "lmgym.envs": 1,
     "lmgym.policies": 2,
     "lmgym.agents": 3, "lmgym.testing": 3,

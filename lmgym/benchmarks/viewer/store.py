@@ -23,6 +23,7 @@ from lmgym.benchmarks.backends.worker import all_jobs, episode_columns
 from lmgym.benchmarks.report import summarize
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
+from lmgym.errors import InputError
 from lmgym.io import scan_jsonl
 
 #: The plots a run folder may hold, the only files the viewer serves from it.
@@ -32,7 +33,7 @@ SORTS = ("episode", "return", "steps", "seconds")
 OUTCOMES = ("won", "lost", "error")
 
 
-class ViewerError(ValueError):
+class ViewerError(InputError, ValueError):
     """The path is neither a benchmark folder nor a rollout file (one line for the CLI)."""
 
 
