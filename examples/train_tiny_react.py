@@ -22,7 +22,8 @@ Smoke test: --env lmgym/KeyDoor-v0 --teacher expert --out {tmp}/react --episodes
 """
 
 import argparse
-import json
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -35,10 +36,10 @@ from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.benchmarks.suites import probe
 from lmgym.envs.registry import family_of
-from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
+from lmgym.agents.lm import REACT_CHECKPOINTS
+from lmgym.policies.checkpoints import install_checkpoint
 from lmgym.training.lm import LMTrainConfig, train
 
-REACT_CHECKPOINTS = Path(lmgym.__file__).resolve().parent / "policies" / "checkpoints" / "react"
 TRAIN_SEEDS_FROM = 1_000_000
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -107,9 +108,7 @@ print(f"total {time.time() - started:.0f} s")
 
 if args.install:
     for kind in ("ar", "mdlm"):
-        model, tokenizer, meta = load_checkpoint(out / kind / "checkpoint")
-        meta = {**meta, "recipe": f"python examples/train_tiny_react.py --env {args.env} --install",
-                "eval": {c["env"] + "/" + c["agent"]: c["success_rate"] for c in summary["cells"]}}
-        target = save_checkpoint(REACT_CHECKPOINTS / f"{family}-{kind}", model.half(), tokenizer, meta)
+        target = install_checkpoint(out / kind / "checkpoint", REACT_CHECKPOINTS / f"{family}-{kind}", meta={
+            "recipe": shlex.join(["python", "examples/train_tiny_react.py", *sys.argv[1:]]),
+            "eval": {f"{c['env']}/{c['agent']}": c["success_rate"] for c in summary["cells"]}})
         print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.1f} MB)")
-        (target / "eval.json").write_text(json.dumps(summary["cells"], indent=2) + "\n")

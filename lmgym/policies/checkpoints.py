@@ -89,3 +89,16 @@ def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dty
 
 def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> None:
     optimizer.load_state_dict(torch.load(Path(folder) / OPTIMIZER_FILE, weights_only=True))
+
+
+def install_checkpoint(source: str | os.PathLike, target: str | os.PathLike, *, half: bool = True,
+                       meta: dict[str, Any] | None = None) -> Path:
+    """Copy a trained checkpoint to where a package default lives: weights in half precision
+    (``half``), no optimizer state, and a meta cleaned of this run's local paths (data files,
+    output and init folders) plus `meta`'s entries. Written atomically (`save_checkpoint`)."""
+    model, tokenizer, old = load_checkpoint(source)
+    if (Path(source) / "adapter_config.json").exists():
+        raise ValueError(f"{source}: a LoRA adapter depends on its base folder; merge it before installing")
+    config = {k: v for k, v in old.get("train_config", {}).items() if k not in ("data", "out", "init", "tokenizer")}
+    cleaned = {**old, "train_config": config, "base_model": None, **(meta or {})}
+    return save_checkpoint(target, model.half() if half else model, tokenizer, cleaned)

@@ -249,7 +249,8 @@ def test_promptedit_shows_progress_while_it_generates(terminal):
     except DataNotFoundError as error:
         pytest.skip(f"no SuperNI data: {str(error).splitlines()[0]}")
     # One torch thread: on a shared CPU, oversubscribed threads make each batch many times slower.
-    term = terminal("lmgym/PromptEdit-SuperNI-v0", "--env-kwargs", '{"batch_size": 4, "generator_kwargs": {"threads": 1}}')
+    # A batch of 32 takes seconds even on a fast machine (a batch of 4 took 0.4 s in CI, too quick to see).
+    term = terminal("lmgym/PromptEdit-SuperNI-v0", "--env-kwargs", '{"batch_size": 32, "generator_kwargs": {"threads": 1}}')
     term.wait_for("Actions (", timeout=180)
     term.type("1")
     term.keys("Enter")

@@ -261,4 +261,4 @@ def test_an_lm_agent_acts_through_the_backend(server):
     assert episode.steps[0].reasoning == "the key is here." and episode.steps[0].prompt_tokens == 20
     chats = [body for route, body, _ in server.requests if route == "/v1/chat/completions"]
     assert len(chats) == 3 and chats[0]["stop"] == ["\nObservation:"] and chats[0]["model"] == "tiny"
-    assert "You see: a iron key" in chats[0]["messages"][-1]["content"]  # the first observation went out
+    assert "You see: an iron key" in chats[0]["messages"][-1]["content"]  # the first observation went out

@@ -45,16 +45,23 @@ def test_minilm_embeddings_are_unit_norm_and_semantic():
     assert (embedder.embed(["A man eats a meal."]) == vectors[1]).all()  # served from the cache
 
 
-def test_cached_answer_log_probs_match_one_uncached_pass_per_sequence(tiny_judge):
+@pytest.mark.parametrize("chat", [True, False], ids=["chat-template", "plain"])
+def test_cached_answer_log_probs_match_one_uncached_pass_per_sequence(tiny_judge, chat, monkeypatch):
+    if not chat:  # a tokenizer without a chat template: the question ends in "Answer:", answers " yes"/" no"
+        monkeypatch.setattr(tiny_judge.tokenizer, "chat_template", None)
     context = "Facts: three records fail.\n"
     suffixes = ["Question: is it valid?", "Question: a much longer question about records that fail?"]
     batched = tiny_judge.answer_log_probs(context, suffixes)
     assert batched.shape == (2, 2)
     tokenizer, model = tiny_judge.tokenizer, tiny_judge.model
     encode = lambda text: tokenizer(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    assert tiny_judge.answers == (("Yes", "No") if chat else (" yes", " no"))
     for i, suffix in enumerate(suffixes):
-        for j, answer in enumerate((" yes", " no")):
-            prompt, target = encode(context) + encode(f"{suffix}\nAnswer:"), encode(answer)
+        for j, answer in enumerate(tiny_judge.answers):
+            prefix, rest = tiny_judge._split_template(context, suffix)
+            whole = tiny_judge._wrap(context + suffix) if chat else f"{context}{suffix}\nAnswer:"
+            assert prefix + rest == whole
+            prompt, target = encode(prefix) + encode(rest), encode(answer)
             with torch.inference_mode():
                 log_probs = torch.log_softmax(model(torch.tensor([prompt + target])).logits[0], dim=-1)
             expected = sum(float(log_probs[len(prompt) + k - 1, t]) for k, t in enumerate(target))

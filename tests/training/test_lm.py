@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file
 
 from lmgym.io import append_jsonl
-from lmgym.policies.checkpoints import load_checkpoint, save_checkpoint
+from lmgym.policies.checkpoints import OPTIMIZER_FILE, install_checkpoint, load_checkpoint, save_checkpoint
 from lmgym.policies.diffusion import generate
 from lmgym.policies.tokenizer import decode_answer, prompt_ids
 from lmgym.rollouts import Episode, Step, write_episode
@@ -119,6 +119,20 @@ def test_save_load_gives_the_same_outputs(records, tmp_path):
     assert torch.equal(model(x).logits, again(x).logits)
     assert tokenizer_again.encode("{\"colour\": 1}") == tokenizer.encode("{\"colour\": 1}")
     assert meta_again == meta
+
+
+def test_an_installed_checkpoint_is_half_precision_without_local_paths(records, tmp_path):
+    train(config(records, tmp_path / "run", steps=2))
+    source = tmp_path / "run" / "checkpoint"
+    target = install_checkpoint(source, tmp_path / "installed", meta={"recipe": "python make_it.py"})
+    model, tokenizer, meta = load_checkpoint(target)
+    original = load_checkpoint(source)[0]
+    stored = load_file(str(target / "model.safetensors"))
+    assert {t.dtype for t in stored.values()} == {torch.float16} and not (target / OPTIMIZER_FILE).exists()
+    assert str(tmp_path) not in (target / "lmgym.json").read_text()  # no data, out or init folder of this run
+    assert meta["recipe"] == "python make_it.py" and meta["step"] == 2
+    x = torch.tensor([prompt_ids(tokenizer, "A red thing", 16)])
+    assert torch.allclose(model(x).logits, original(x).logits, atol=0.05)  # loaded back in float32
 
 
 def test_rollout_files_train_on_their_transcripts_and_record_the_prompt(tmp_path):

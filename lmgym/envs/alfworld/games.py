@@ -52,14 +52,20 @@ def data_folder(split: str | None = None) -> Path:
     return find_data("alfworld", required=[pattern], layout=LAYOUT, source=SOURCE, env_var="ALFWORLD_DATA")
 
 
-@functools.lru_cache(maxsize=16)
 def game_paths(split: str) -> tuple[str, ...]:
-    """Every game file of `split`, sorted (the deterministic order seeds and task_index use)."""
+    """Every game file of `split`, sorted (the deterministic order seeds and task_index use).
+
+    The data folder is looked up on every call (a cheap check), so a changed LMGYM_DATA is seen;
+    only the listing of a folder is cached."""
     split = SPLIT_ALIASES.get(split, split)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS + tuple(SPLIT_ALIASES)}, got {split!r}")
-    root = data_folder(split) / "json_2.1.1" / split
-    return tuple(sorted(str(p) for p in root.glob("*/*/game.tw-pddl")))
+    return _sorted_games(str(data_folder(split) / "json_2.1.1" / split))
+
+
+@functools.lru_cache(maxsize=16)
+def _sorted_games(folder: str) -> tuple[str, ...]:
+    return tuple(sorted(str(p) for p in Path(folder).glob("*/*/game.tw-pddl")))
 
 
 def task_type_of(path: str | Path) -> str:
