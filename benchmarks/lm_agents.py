@@ -83,9 +83,10 @@ def models(quick: bool) -> list[tuple[str, str, str, dict]]:
     return pairs
 
 
-def run(quick: bool = True) -> dict:
+def run(quick: bool = True, episodes: int | None = None, max_steps: int | None = None) -> dict:
     torch.set_num_threads(1)
-    episodes, max_steps = (8, 6) if quick else (16, 10)
+    default_episodes, default_steps = (8, 6) if quick else (16, 10)
+    episodes, max_steps = episodes or default_episodes, max_steps or default_steps
     results = [measure(name, model, env_id, episodes, max_steps, **kwargs) for name, model, env_id, kwargs in models(quick)]
     return {"episodes": episodes, "max_steps": max_steps, "load_average_1min": os.getloadavg()[0], "results": results}
 
@@ -110,9 +111,11 @@ def markdown(report: dict) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--episodes", type=int, default=None, help="held-out seeds per run (default 8 quick, 16 full)")
+    parser.add_argument("--max-steps", type=int, default=None, help="steps per episode (default 6 quick, 10 full)")
     parser.add_argument("--out", default=None, help="also write the report as JSON here")
     args = parser.parse_args()
-    report = run(quick=args.quick)
+    report = run(quick=args.quick, episodes=args.episodes, max_steps=args.max_steps)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(markdown(report))

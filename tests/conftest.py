@@ -1,9 +1,34 @@
 import os
 from pathlib import Path
 
+import pytest
+
 # Tests read the real data through LMGYM_DATA; default to the shared folder beside the checkout.
 _shared = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 if "LMGYM_DATA" not in os.environ and _shared.is_dir():
     os.environ["LMGYM_DATA"] = str(_shared)
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def _tiny_models():
+    """tests/policies/policies_tiny_models.py, the helpers that build tiny model folders."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "policies"))
+    import policies_tiny_models
+
+    return policies_tiny_models
+
+
+@pytest.fixture(scope="session")
+def tiny_ar_folder(tmp_path_factory):
+    """A checkpoint folder (a tokenizer made here, with the chat template; a 2-layer causal Llama
+    trained for seconds on ReAct-style records), shared by the policy and agent tests."""
+    return _tiny_models().save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_ar"), bidirectional=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_mdlm_folder(tmp_path_factory):
+    """The same as a masked-diffusion checkpoint (bidirectional, meta kind "mdlm")."""
+    return _tiny_models().save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_mdlm"), bidirectional=True)

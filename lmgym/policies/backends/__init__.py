@@ -112,6 +112,22 @@ def make_text_backend(backend: str | TextBackend | None = None, **kwargs: Any) -
     return load_entry_point(backend, aliases=BACKENDS, what="text backend")(**kwargs)
 
 
+def encode_prompt(tokenizer, prompt: Prompt, model_name: str) -> list[int]:
+    """A prompt's token ids, as a local model reads it: text with a tokenizer made here in its
+    ``[BOS] text [SEP]`` layout (`policies.tokenizer.prompt_ids`), other text with the tokenizer's
+    own special tokens; chat messages through the chat template, ending in the generation prompt."""
+    from lmgym.policies.tokenizer import is_lmgym_tokenizer, prompt_ids
+
+    if isinstance(prompt, str):
+        if is_lmgym_tokenizer(tokenizer):
+            return prompt_ids(tokenizer, prompt, max_tokens=len(prompt) + 1)
+        return tokenizer.encode(prompt)
+    if tokenizer.chat_template is None:
+        raise ValueError(f"{model_name}: the tokenizer has no chat template; give text prompts")
+    text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
 def is_diffusion_folder(model: Any) -> bool:
     """Whether ``model`` is a local folder holding a masked-diffusion LM (our meta, or a config
     that declares bidirectional attention, as LLaDA-style folders converted to Llama do)."""

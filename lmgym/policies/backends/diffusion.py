@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from lmgym.policies.backends import Completion, Prompt, SamplingParams, TextBackend
+from lmgym.policies.backends import Completion, Prompt, SamplingParams, TextBackend, encode_prompt
 from lmgym.policies.diffusion import fast_generate, generate
 from lmgym.policies.generation import cut_at_stop
 from lmgym.policies.models import best_device_and_dtype
@@ -54,6 +54,7 @@ class DiffusionBackend(TextBackend):
         if sampler not in ("fast", "reference"):
             raise ValueError(f"sampler must be 'fast' or 'reference', got {sampler!r}")
         self.device, dtype = best_device_and_dtype(device, dtype)
+        self.model_name = str(model)
         self.model, self.tokenizer, meta = load_checkpoint(model, device=str(self.device), dtype=dtype)
         self.mask_id = meta.get("mask_token_id") or self.tokenizer.mask_token_id
         if self.mask_id is None:
@@ -64,12 +65,7 @@ class DiffusionBackend(TextBackend):
         self.max_context = max_context or getattr(self.model.config, "max_position_embeddings", None)
 
     def encode(self, prompt: Prompt) -> list[int]:
-        from lmgym.policies.tokenizer import prompt_ids
-
-        if isinstance(prompt, str):
-            return prompt_ids(self.tokenizer, prompt, max_tokens=len(prompt) + 1)
-        text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return encode_prompt(self.tokenizer, prompt, self.model_name)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from lmgym.policies.backends import Completion, Prompt, SamplingParams, TextBackend
+from lmgym.policies.backends import Completion, Prompt, SamplingParams, TextBackend, encode_prompt
 from lmgym.policies.generation import crop_cache, cut_at_stop, generate
 from lmgym.policies.models import best_device_and_dtype
 
@@ -131,17 +131,7 @@ class HFBackend(TextBackend):
 
     # -- encoding ---------------------------------------------------------------------------
     def encode(self, prompt: Prompt) -> list[int]:
-        """The ids the model reads for `prompt` (chat template for messages)."""
-        from lmgym.policies.tokenizer import is_lmgym_tokenizer, prompt_ids
-
-        if isinstance(prompt, str):
-            if is_lmgym_tokenizer(self.tokenizer):
-                return prompt_ids(self.tokenizer, prompt, max_tokens=len(prompt) + 1)
-            return self.tokenizer.encode(prompt)
-        if not self.chat:
-            raise ValueError(f"{self.model_name}: the tokenizer has no chat template; give text prompts")
-        text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return encode_prompt(self.tokenizer, prompt, self.model_name)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
