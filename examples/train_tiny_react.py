@@ -58,7 +58,10 @@ parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--lr", type=float, default=3e-3)
 parser.add_argument("--eval-episodes", type=int, default=100, help="held-out seeds 0..N-1")
 parser.add_argument("--eval-env", action="append", default=[],
-                    help="more envs to evaluate on, as ID or ID(key=value, ...); a finite split is played once, whole")
+                    help="more envs to evaluate on, as ID or ID(key=value, ...); a finite split of at most "
+                         "--sweep-up-to tasks is played once, whole, a larger one on the held-out seeds")
+parser.add_argument("--sweep-up-to", type=int, default=600,
+                    help="largest split played whole (others: --eval-episodes seeds, each drawing its task)")
 parser.add_argument("--max-eval-steps", type=int, default=None, help="cap on steps per evaluation episode")
 parser.add_argument("--batch", type=int, default=8, help="episodes each LM agent plays at once")
 parser.add_argument("--threads", type=int, default=1)
@@ -96,10 +99,11 @@ agents = (AgentSpec("random"), AgentSpec(args.teacher),
           AgentSpec("tiny-ar", "lm", {"model": str(out / "ar" / "checkpoint"), **lm}),
           AgentSpec("tiny-mdlm", "lm", {"model": str(out / "mdlm" / "checkpoint"), **lm}))
 envs = [EnvSpec(args.env)]
-for text in args.eval_env:  # a finite split is swept: every task once
+for text in args.eval_env:  # a small finite split is swept: every task once
     env_id, kwargs = parse_call(text)
     tasks = probe(env_id, kwargs).num_tasks
-    envs.append(EnvSpec(env_id, kwargs, sweep=tasks is not None, episodes=tasks))
+    sweep = tasks is not None and tasks <= args.sweep_up_to
+    envs.append(EnvSpec(env_id, kwargs, sweep=sweep, episodes=tasks if sweep else None))
 spec = BenchmarkSpec(f"react-{family}", tuple(envs), agents, episodes=args.eval_episodes, base_seed=0,
                      max_steps=args.max_eval_steps)
 summary = run_benchmark(spec, out / "eval", quiet=True)
