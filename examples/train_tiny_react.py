@@ -72,6 +72,16 @@ out = Path(args.out)
 family = family_of(args.env).lower()
 started = time.time()
 
+envs = [EnvSpec(args.env)]
+for text in args.eval_env:  # checked before training; a small finite split is swept: every task once
+    env_id, kwargs = parse_call(text)
+    found = probe(env_id, kwargs)
+    if found.error:  # e.g. a data-backed env without LMGYM_DATA: one line, before any training
+        sys.exit(found.error)
+    tasks = found.num_tasks
+    sweep = tasks is not None and tasks <= args.sweep_up_to
+    envs.append(EnvSpec(env_id, kwargs, sweep=sweep, episodes=tasks if sweep else None))
+
 # --- 1. data: the grounded teacher on training seeds ---
 rollouts = out / "teacher_rollouts.jsonl"
 counts = record_rollouts(args.env, make_agent(args.teacher), range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.episodes),
@@ -98,12 +108,6 @@ lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": arg
 agents = (AgentSpec("random"), AgentSpec(args.teacher),
           AgentSpec("tiny-ar", "lm", {"model": str(out / "ar" / "checkpoint"), **lm}),
           AgentSpec("tiny-mdlm", "lm", {"model": str(out / "mdlm" / "checkpoint"), **lm}))
-envs = [EnvSpec(args.env)]
-for text in args.eval_env:  # a small finite split is swept: every task once
-    env_id, kwargs = parse_call(text)
-    tasks = probe(env_id, kwargs).num_tasks
-    sweep = tasks is not None and tasks <= args.sweep_up_to
-    envs.append(EnvSpec(env_id, kwargs, sweep=sweep, episodes=tasks if sweep else None))
 spec = BenchmarkSpec(f"react-{family}", tuple(envs), agents, episodes=args.eval_episodes, base_seed=0,
                      max_steps=args.max_eval_steps)
 summary = run_benchmark(spec, out / "eval", quiet=True)

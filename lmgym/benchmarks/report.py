@@ -68,6 +68,9 @@ def summarize(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> dict[str, Any]
                    for key in ("score", "em", "f1")},
                 "mean_steps": steps / n if n else None,
                 "invalid_action_rate": sum(r["invalid_actions"] for r in group) / steps if steps else None,
+                # Steps whose completion had no `Action:` line; only LM agents write completions.
+                "format_error_rate": (sum(r.get("format_errors", 0) for r in group) / steps
+                                      if steps and any(r["completion_tokens"] for r in group) else None),
                 "tokens_per_episode": _mean([r["prompt_tokens"] + r["completion_tokens"] for r in group]),
                 "prompt_tokens_per_episode": _mean([r["prompt_tokens"] for r in group]),
                 "completion_tokens_per_episode": _mean([r["completion_tokens"] for r in group]),
@@ -88,8 +91,8 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     qa_head, qa_rule = (" EM | F1 |", " ---: | ---: |") if qa else ("", "")
     lines = [f"## Benchmark `{summary['spec_id']}`", "",
              f"| env | agent | episodes | success (95% CI) | mean return | score |{qa_head} mean steps | "
-             "invalid-action rate | prompt tokens/episode | completion tokens/episode | s/episode | errors |",
-             f"| --- | --- | ---: | --- | ---: | ---: |{qa_rule} ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "invalid-action rate | format-error rate | prompt tokens/episode | completion tokens/episode | s/episode | errors |",
+             f"| --- | --- | ---: | --- | ---: | ---: |{qa_rule} ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in summary["cells"]:
         success = "-" if c["success_rate"] is None else (
             f"{c['success_rate']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}]")
@@ -97,7 +100,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         qa_cells = f" {_fmt(c.get('mean_em'), 3)} | {_fmt(c.get('mean_f1'), 3)} |" if qa else ""
         lines.append(f"| {c['env']} | {c['agent']} | {episodes} | {success} | {_fmt(c['mean_return'])} | "
                      f"{_fmt(c['mean_score'], 3)} |{qa_cells} {_fmt(c['mean_steps'], 1)} | "
-                     f"{_fmt(c['invalid_action_rate'])} | {_fmt(c['prompt_tokens_per_episode'], 1)} | "
+                     f"{_fmt(c['invalid_action_rate'])} | {_fmt(c.get('format_error_rate'))} | {_fmt(c['prompt_tokens_per_episode'], 1)} | "
                      f"{_fmt(c['completion_tokens_per_episode'], 1)} | {_fmt(c['seconds_per_episode'], 3)} | {c['errors']} |")
     errors = [c for c in summary["cells"] if c["first_error"]]
     if errors:

@@ -235,3 +235,18 @@ def test_plots_show_zero_success_and_integer_episodes(tmp_path, monkeypatch):
     ticks = returns.xaxis.get_major_locator().tick_values(0, 2)
     assert all(float(t).is_integer() for t in ticks)
     assert {t.get_text() for t in returns.get_legend().get_texts()} == {"random (n=3)", "expert (n=3)"}
+
+
+def test_format_error_rate_counts_lm_steps_and_is_blank_for_agents_that_write_no_text():
+    from lmgym.benchmarks.report import summarize, summary_markdown
+
+    spec = BenchmarkSpec("f", (EnvSpec("lmgym/KeyDoor-v0"),), (AgentSpec("random"), AgentSpec("model")), episodes=2)
+    rows = [{"key": f"k|{agent}|{k}", "env": "lmgym/KeyDoor-v0", "agent": agent, "episode": k, "won": False,
+             "return": 0.0, "steps": 4, "invalid_actions": 0, "prompt_tokens": 10 * (agent == "model"),
+             "completion_tokens": 5 * (agent == "model"), "format_errors": k * (agent == "model"), "seconds": 0.1,
+             "error": None} for agent in ("random", "model") for k in range(2)]
+    cells = {c["agent"]: c for c in summarize(spec, rows)["cells"]}
+    assert cells["model"]["format_error_rate"] == 1 / 8  # one of its eight steps had no Action: line
+    assert cells["random"]["format_error_rate"] is None
+    table = summary_markdown(summarize(spec, rows))
+    assert "format-error rate" in table and "| 0.12 |" in table

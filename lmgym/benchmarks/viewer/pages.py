@@ -210,7 +210,7 @@ def run_page(source: Source) -> str:
     """The summary table (every cell links to its episodes), progress, paired links and plots."""
     summary = source.summary()
     header = ["env", "agent", "episodes", "success (95% CI)", "mean return", "score", "mean steps",
-              "invalid-action rate", "tokens/episode (prompt + completion)", "s/episode", "errors"]
+              "invalid-action rate", "format-error rate", "tokens/episode (prompt + completion)", "s/episode", "errors"]
     rows = []
     for c in summary["cells"]:
         def cell(text: str, css: str = "num", **filters: Any) -> Cell:
@@ -226,7 +226,8 @@ def run_page(source: Source) -> str:
         rows.append([
             cell(esc(c["env"]), ""), cell(esc(c["agent"]), ""), cell(f"{c['episodes']}{expected}"),
             cell(success, "", outcome="won"), cell(num(c["mean_return"])), cell(num(c["mean_score"])),
-            cell(num(c["mean_steps"], 1)), cell(num(c["invalid_action_rate"])), cell(tokens),
+            cell(num(c["mean_steps"], 1)), cell(num(c["invalid_action_rate"])),
+            cell(num(c.get("format_error_rate"))), cell(tokens),
             cell(num(c["seconds_per_episode"], 3)), cell(str(c["errors"]), outcome="error" if c["errors"] else None),
         ])
     kind = "Benchmark" if source.kind == "run" else "Rollout file"
