@@ -112,20 +112,30 @@ def make_text_backend(backend: str | TextBackend | None = None, **kwargs: Any) -
     return load_entry_point(backend, aliases=BACKENDS, what="text backend")(**kwargs)
 
 
-def encode_prompt(tokenizer, prompt: Prompt, model_name: str) -> list[int]:
-    """A prompt's token ids, as a local model reads it: text with a tokenizer made here in its
-    ``[BOS] text [SEP]`` layout (`policies.tokenizer.prompt_ids`), other text with the tokenizer's
-    own special tokens; chat messages through the chat template, ending in the generation prompt."""
-    from lmgym.policies.tokenizer import is_lmgym_tokenizer, prompt_ids
+class LocalBackend(TextBackend):
+    """A backend over a model and tokenizer in this process (``self.tokenizer``,
+    ``self.model_name``): prompts are encoded the way the model reads them."""
 
-    if isinstance(prompt, str):
-        if is_lmgym_tokenizer(tokenizer):
-            return prompt_ids(tokenizer, prompt, max_tokens=len(prompt) + 1)
-        return tokenizer.encode(prompt)
-    if tokenizer.chat_template is None:
-        raise ValueError(f"{model_name}: the tokenizer has no chat template; give text prompts")
-    text = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-    return tokenizer.encode(text, add_special_tokens=False)
+    tokenizer: Any
+    model_name: str
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        """Text with a tokenizer made here in its ``[BOS] text [SEP]`` layout
+        (`policies.tokenizer.prompt_ids`), other text with the tokenizer's own special tokens;
+        chat messages through the chat template, ending in the generation prompt."""
+        from lmgym.policies.tokenizer import is_lmgym_tokenizer, prompt_ids
+
+        if isinstance(prompt, str):
+            if is_lmgym_tokenizer(self.tokenizer):
+                return prompt_ids(self.tokenizer, prompt, max_tokens=len(prompt) + 1)
+            return self.tokenizer.encode(prompt)
+        if self.tokenizer.chat_template is None:
+            raise ValueError(f"{self.model_name}: the tokenizer has no chat template; give text prompts")
+        text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
 
 
 def is_diffusion_folder(model: Any) -> bool:

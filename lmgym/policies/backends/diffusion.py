@@ -22,13 +22,13 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from lmgym.policies.backends import Completion, Prompt, SamplingParams, TextBackend, encode_prompt
+from lmgym.policies.backends import Completion, LocalBackend, Prompt, SamplingParams
 from lmgym.policies.diffusion import fast_generate, generate
 from lmgym.policies.generation import cut_at_stop
 from lmgym.policies.models import best_device_and_dtype
 
 
-class DiffusionBackend(TextBackend):
+class DiffusionBackend(LocalBackend):
     """A masked-diffusion checkpoint behind the `TextBackend` protocol.
 
     Args:
@@ -63,12 +63,6 @@ class DiffusionBackend(TextBackend):
         self.sampler, self.block_length, self.steps_per_block = sampler, block_length, steps_per_block
         self.threshold, self.cache, self.threads = threshold, cache, threads
         self.max_context = max_context or getattr(self.model.config, "max_position_embeddings", None)
-
-    def encode(self, prompt: Prompt) -> list[int]:
-        return encode_prompt(self.tokenizer, prompt, self.model_name)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     def complete(self, prompts: Sequence[Prompt], params: SamplingParams = SamplingParams(), *,
                  seeds: Sequence[int | None] | None = None,

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from lmgym.policies.backends import Completion, Prompt, SamplingParams, TextBackend, encode_prompt
+from lmgym.policies.backends import Completion, LocalBackend, Prompt, SamplingParams
 from lmgym.policies.generation import crop_cache, cut_at_stop, generate
 from lmgym.policies.models import best_device_and_dtype
 
@@ -99,7 +99,7 @@ def row_cache(cache: DynamicCache, mask_row: torch.Tensor, row: int, keep: int) 
     return single
 
 
-class HFBackend(TextBackend):
+class HFBackend(LocalBackend):
     """A local causal LM behind the `TextBackend` protocol.
 
     Args:
@@ -128,13 +128,6 @@ class HFBackend(TextBackend):
         generation_eos = getattr(getattr(self.model, "generation_config", None), "eos_token_id", None)
         self.eos_ids = sorted({i for i in ([eos] + (generation_eos if isinstance(generation_eos, list) else [generation_eos]))
                                if i is not None})
-
-    # -- encoding ---------------------------------------------------------------------------
-    def encode(self, prompt: Prompt) -> list[int]:
-        return encode_prompt(self.tokenizer, prompt, self.model_name)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
 
     # -- generation -------------------------------------------------------------------------
     def complete(self, prompts: Sequence[Prompt], params: SamplingParams = SamplingParams(), *,
