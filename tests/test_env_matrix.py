@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 import lmgym  # noqa: F401  registers the ids
 from lmgym import testing
+from lmgym.cli import resolve
+from lmgym.errors import InputError
 from lmgym.envs.registry import ENVS
 
 
@@ -101,6 +103,16 @@ def test_expert_wins_from_reset(env_id):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_task_index_out_of_range_or_not_an_integer_is_a_value_error(env_id):
     testing.check_task_index(env_id)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_an_unknown_constructor_kwarg_is_one_line_naming_it(env_id):
+    # A misspelled knob must not be swallowed (a **kwargs constructor would silently ignore it)
+    # and, through the CLI's resolver, must read as one line naming the env and the knob.
+    with pytest.raises(InputError) as error:
+        resolve(env_id, gym.make, env_id, no_such_knob=1)
+    message = str(error.value)
+    assert message.startswith(f"{env_id}: ") and "no_such_knob" in message and "\n" not in message
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -141,3 +141,17 @@ def test_the_catalogue_hook_serves_a_whole_other_shop():
                 break
         wins += info["won"]
     assert wins == env.num_tasks
+
+
+@pytest.mark.parametrize("env_id", ["lmgym/WebShop-Gen-v0", "lmgym/WebShop-v0"])
+def test_the_only_admissible_search_is_the_experts_query_as_the_docs_say(env_id):
+    # README and docs/webshop.md call the random row "random clicking after a perfect search"
+    # because of this; if the search page offers other queries, those sentences must change.
+    try:
+        env = gym.make(env_id)
+    except DataNotFoundError as error:
+        pytest.skip(f"no WebShop data: {str(error).splitlines()[0]}")
+    for seed in range(5):
+        _, info = env.reset(seed=seed)
+        assert info["admissible_actions"] == [info["expert_action"]]
+        assert info["expert_action"].startswith("search[")
