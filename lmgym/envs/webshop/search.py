@@ -8,7 +8,9 @@ hits (``web_agent_site/engine/engine.py:get_top_n_product_from_keywords``).
 
 Here the same document text goes through an analyzer that mirrors Lucene's EnglishAnalyzer
 (word tokens that keep inner dots and apostrophes like "6.76" and "l'eau", possessive "'s"
-removed, lowercase, Lucene's 33 English stop words, Porter stemming via PyStemmer) into a
+removed, lowercase, Lucene's 33 English stop words, Porter stemming via PyStemmer for words of
+three letters or more: Lucene's PorterStemmer leaves shorter words as they are (``stem(i0)`` runs
+its steps only ``if (k > k0 + 1)``), where Snowball's Porter would stem "s" to "") into a
 ``bm25s`` index with Lucene's BM25 variant and the same k1/b. Ties are broken by catalogue
 order, so identical queries give identical results in every process. Known difference: Lucene
 stores document lengths lossily (one byte), bm25s exactly, so near-tied scores can order
@@ -52,7 +54,8 @@ def analyze(text: str) -> list[str]:
             word = word[:-2]
         if word and word not in LUCENE_ENGLISH_STOP_WORDS:
             words.append(word)
-    return _stemmer().stemWords(words)
+    stems = _stemmer().stemWords(words)
+    return [word if len(word) <= 2 else stem for word, stem in zip(words, stems)]
 
 
 def document_text(product: dict[str, Any]) -> str:
@@ -87,7 +90,8 @@ class SearchIndex:
 
     def _search(self, keywords: str, k: int) -> list[str]:
         vocab = self.retriever.vocab_dict
-        token_ids = [vocab[t] for t in analyze(keywords) if t in vocab]
+        # bm25s keeps "" in its vocabulary as a placeholder with no score column: never a term.
+        token_ids = [vocab[t] for t in analyze(keywords) if t and t in vocab]
         if not token_ids:
             return []
         scores = self.retriever.get_scores(token_ids)  # (num_products,)
