@@ -28,10 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"a built-in suite ({', '.join(SUITES)}), 'perf' for the performance "
                              "section, or a spec file (.yaml, .toml, .json)")
     parser.add_argument("--envs", nargs="+", metavar="ENV",
-                        help="replace the spec's envs: ids, optionally with kwargs, e.g. 'lmgym/KeyDoor-v0(size=3)'")
+                        help="replace the spec's envs: its entries by label or id, or ids with kwargs, e.g. 'lmgym/KeyDoor-v0(size=3)'")
     parser.add_argument("--agents", nargs="+", metavar="AGENT",
-                        help="replace the spec's agents: registered names or module:Class, optionally with "
-                             "kwargs, e.g. random 'ppo(path=runs/ppo/model.zip)'")
+                        help="replace the spec's agents: its agents by name, or registered names or module:Class, "
+                             "optionally with kwargs, e.g. random 'ppo(path=runs/ppo/model.zip)'")
     parser.add_argument("--episodes", type=int, help="episodes per env and agent (seeds base_seed..+N-1)")
     parser.add_argument("--base-seed", type=int, help="seed of episode 0")
     parser.add_argument("--max-steps", type=int, help="per-episode step limit overriding the registry's")
@@ -46,22 +46,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full-perf", action="store_true", help="perf: longer measurements (quick by default)")
 
 
+def _spec_env(spec: BenchmarkSpec, text: str) -> EnvSpec:
+    """The spec's env entry named by its label, or by its id when one entry has it (kwargs, label
+    and agent list kept); otherwise a new entry from ``id(kwargs)``."""
+    by_id = [e for e in spec.envs if e.id == text]
+    named = [e for e in spec.envs if e.label == text] or (by_id if len(by_id) == 1 else [])
+    if named:
+        return named[0]
+    env_id, kwargs = parse_call(text)
+    return EnvSpec(env_id, kwargs)
+
+
+def _spec_agent(spec: BenchmarkSpec, text: str) -> AgentSpec:
+    """The spec's agent of that name (its kwargs kept); otherwise a new one from ``kind(kwargs)``."""
+    named = [a for a in spec.agents if a.name == text]
+    if named:
+        return named[0]
+    kind, kwargs = parse_call(text)
+    return AgentSpec(kind.rsplit(":", 1)[-1].lower() if ":" in kind else kind, kind, kwargs)
+
+
 def _override(spec: BenchmarkSpec, args: argparse.Namespace) -> BenchmarkSpec:
     changes = {}
     if args.envs:
-        envs = []
-        for text in args.envs:
-            env_id, kwargs = parse_call(text)
-            envs.append(EnvSpec(env_id, kwargs))
-        changes["envs"] = tuple(envs)
+        changes["envs"] = tuple(_spec_env(spec, text) for text in args.envs)
     if args.agents:
-        agents = []
-        for text in args.agents:
-            kind, kwargs = parse_call(text)
-            agents.append(AgentSpec(kind.rsplit(":", 1)[-1].lower() if ":" in kind else kind, kind, kwargs))
-        changes["agents"] = tuple(agents)
-        # Env entries restricted to the old agents would name agents that no longer exist.
-        changes["envs"] = tuple(dataclasses.replace(e, agents=()) for e in changes.get("envs", spec.envs))
+        agents = tuple(_spec_agent(spec, text) for text in args.agents)
+        names = {a.name for a in agents}
+        changes["agents"] = agents
+        # An env entry restricted to some agents keeps those still chosen; one left with none
+        # drops out (e.g. `--agents smollm2-endpoint` skips the envs the spec kept it off).
+        envs = []
+        for env in changes.get("envs", spec.envs):
+            kept = tuple(name for name in env.agents if name in names)
+            if not env.agents or kept:
+                envs.append(dataclasses.replace(env, agents=kept))
+        if not envs:
+            raise ValueError(f"no env of the spec plays any of {sorted(names)}")
+        changes["envs"] = tuple(envs)
     for field in ("episodes", "base_seed", "max_steps"):
         if getattr(args, field) is not None:
             changes[field] = getattr(args, field)

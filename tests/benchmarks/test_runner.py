@@ -190,6 +190,27 @@ def test_cli_overrides_and_prints_the_table(tmp_path, capsys):
     assert spec["envs"][0]["kwargs"] == {"size": 1} and spec["episodes"] == 2
 
 
+def test_cli_selects_the_specs_own_entries_by_name(tmp_path):
+    """--envs and --agents name a spec's entries (label, id, agent name) with their kwargs kept; an
+    env restricted to some agents plays only those still chosen, and drops out when none is."""
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(
+        "id: pick\nepisodes: 2\n"
+        "envs:\n  - id: lmgym/KeyDoor-v0\n  - {id: lmgym/KeyDoor-v0, kwargs: {size: 1}, label: kd1, agents: [expert]}\n"
+        "agents:\n  - random\n  - {name: expert1, kind: expert}\n  - expert\n")
+    out = tmp_path / "a"
+    assert bench_cli([str(spec_file), "--envs", "kd1", "--agents", "expert", "random", "--out", str(out),
+                      "--quiet", "--no-plots"]) == 0
+    ran = json.loads((out / "spec.json").read_text())
+    assert [(e["label"], e["kwargs"], e["agents"]) for e in ran["envs"]] == [("kd1", {"size": 1}, ["expert"])]
+    assert {r["agent"] for r in read_rows(out)} == {"expert"}
+    out = tmp_path / "b"
+    assert bench_cli([str(spec_file), "--agents", "random", "expert1", "--out", str(out), "--quiet", "--no-plots"]) == 0
+    ran = json.loads((out / "spec.json").read_text())
+    assert [e["id"] for e in ran["envs"]] == ["lmgym/KeyDoor-v0"]
+    assert [(a["name"], a["kind"]) for a in ran["agents"]] == [("random", ""), ("expert1", "expert")]
+
+
 def test_cli_bad_input_is_one_line_not_a_traceback(tmp_path, capsys):
     assert bench_cli([str(tmp_path / "missing.yaml"), "--quiet"]) == 2
     assert bench_cli(["smoke", "--agents", "no_such_agent", "--out", str(tmp_path), "--quiet"]) == 2
