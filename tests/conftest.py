@@ -32,3 +32,27 @@ def tiny_ar_folder(tmp_path_factory):
 def tiny_mdlm_folder(tmp_path_factory):
     """The same as a masked-diffusion checkpoint (bidirectional, meta kind "mdlm")."""
     return _tiny_models().save_tiny_checkpoint(tmp_path_factory.mktemp("tiny_mdlm"), bidirectional=True)
+
+
+@pytest.fixture(scope="session")
+def teacher_hotpotqa_file(tmp_path_factory):
+    """Six won episodes of the grounded HotPotQA teacher on HotPotQA-Gen-Easy training seeds."""
+    from lmgym.agents.registry import make_agent
+    from lmgym.agents.runner import record_rollouts
+
+    path = tmp_path_factory.mktemp("preact_data") / "teacher.jsonl"
+    record_rollouts("lmgym/HotPotQA-Gen-Easy-v0", make_agent("teacher"), [1_000_000 + k for k in range(6)], path,
+                    won_only=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_preact_folder(tmp_path_factory, teacher_hotpotqa_file):
+    """A P-ReAct checkpoint: a 2-layer, 32-wide diffusion model after 2 steps of Agentic SFT."""
+    from lmgym.training.agentic_sft import AgenticSFTConfig, train
+
+    out = tmp_path_factory.mktemp("preact_sft")
+    train(AgenticSFTConfig(data=(str(teacher_hotpotqa_file),), out=str(out), vocab_size=320, hidden_size=32,
+                           num_layers=2, num_heads=2, reason_tokens=128, call_tokens=40, steps=2, batch_size=4,
+                           warmup=1, quiet=True))
+    return out / "checkpoint"

@@ -72,6 +72,11 @@ class Agent(ABC):
             raise ValueError(f"{type(self).__name__} plays one episode at a time (slot {slot} asked)")
         self.reset(seed=seed, env_id=env_id)
 
+    def use_env(self, slot: int, env: Any) -> None:
+        """The env slot `slot` plays in, handed over before each episode. Most agents see only
+        observations and ignore it; one that calls the env's tools outside ``step`` (P-ReAct's
+        searches, `lmgym.agents.preact`) keeps it."""
+
     def decide_slots(self, slots: list[int], observations: list[str], infos: list[dict[str, Any]]) -> list[Decision]:
         """One `Decision` per live slot, in order; one slot is `decide`."""
         return [self.decide(observation, info) for observation, info in zip(observations, infos)]

@@ -18,6 +18,8 @@ AGENTS: dict[str, str] = {
     "ppo": "lmgym.agents.ppo_agent:PPOAgent",
     "teacher": "lmgym.agents.teacher:TeacherAgent",
     "lm": "lmgym.agents.lm:LMAgent",
+    "preact": "lmgym.agents.preact:PReActAgent",
+    "dllm-react": "lmgym.agents.preact:DiffusionReActAgent",
 }
 
 

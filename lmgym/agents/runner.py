@@ -58,8 +58,12 @@ def run_episodes(
     env_id: str | None = None,
     options: Sequence[dict[str, Any] | None] | None = None,
     max_steps: int | None = None,
+    agent_seeds: Sequence[int | None] | None = None,
 ) -> Iterator[tuple[int, Episode]]:
     """Play episode ``k`` (seed ``seeds[k]``, ``options[k]``) for every k, several at once.
+
+    The agent of episode k is reset with ``agent_seeds[k]`` (default `agent_seed` of its env
+    seed), so several samples of one task differ only in the agent's stream.
 
     ``min(len(envs), agent.max_slots)`` episodes run in lockstep, one env each: every step the
     agent decides for all live episodes in one call (`Agent.decide_slots`, a batched model call
@@ -79,7 +83,8 @@ def run_episodes(
             k = pending.popleft()
             env = envs[slot]
             observation, info = env.reset(seed=seeds[k], options=options[k])
-            agent.reset_slot(slot, seed=agent_seed(seeds[k]), env_id=env_id)
+            agent.use_env(slot, env)
+            agent.reset_slot(slot, seed=agent_seed(seeds[k]) if agent_seeds is None else agent_seeds[k], env_id=env_id)
             episode = Episode(env_id=env_id, seed=seeds[k], task=str(info.get("task", "")), agent=agent.name,
                               env_kwargs_json=json.dumps(env.spec.kwargs if env.spec else {}, sort_keys=True, default=str))
             live[slot] = _Live(k, episode, observation, info, time.perf_counter())

@@ -234,8 +234,11 @@ def ar_loss(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 
 
 def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: torch.Generator,
-              block_length: int | None = None, eos_id: int | None = None) -> torch.Tensor:
+              block_length: int | None = None, eos_id: int | None = None,
+              t_range: tuple[float, float] = (EPS, 1.0)) -> torch.Tensor:
     """LLaDA SFT loss (Eq. 5): answer tokens masked at rate t, CE on them weighted 1/t.
+
+    t ~ U(t_range) per sequence (LLaDA: U(EPS, 1); DLLM-Searcher's Agentic SFT: U(0.1, 0.9)).
 
     With `block_length` the masks follow the semi-autoregressive sampler instead (block
     diffusion, Arriola et al. 2025, arXiv:2503.09573, applied to LLaDA's layout): per sequence
@@ -244,7 +247,8 @@ def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: to
     start at or before the answer's first EOS are drawn; later ones hold nothing but padding.
     """
     x, answer = batch["input_ids"], batch["answer_mask"]  # (B, T)
-    t = EPS + (1 - EPS) * torch.rand((x.shape[0], 1), generator=generator)  # (B, 1)
+    low, high = t_range
+    t = low + (high - low) * torch.rand((x.shape[0], 1), generator=generator)  # (B, 1)
     masked = answer & (torch.rand(x.shape, generator=generator) < t)  # (B, T)
     scored = answer
     if block_length:

@@ -51,8 +51,9 @@ def all_jobs(spec: BenchmarkSpec) -> list[Job]:
 
 
 #: Task metrics a row copies from the episode's last info, where the env reports them:
-#: ``score`` (WebShop's purchase reward, HotPotQA's F1, PromptEdit's reward) and HotPotQA's ``em``, ``f1``.
-SCORE_KEYS = ("score", "em", "f1")
+#: ``score`` (WebShop's purchase reward, HotPotQA's F1, PromptEdit's reward) and HotPotQA's ``em``,
+#: ``f1`` and ``cover_em``.
+SCORE_KEYS = ("score", "em", "f1", "cover_em")
 
 
 def _final_scores(info_json: str) -> dict[str, float | None]:

@@ -145,6 +145,7 @@ class SearchQAEnv(TextEnv):
             "question_type": question.type,
             "answer": answer,
             "em": float(em),
+            "cover_em": float(scoring.cover_match(answer, question.answer)) if answer is not None else 0.0,
             "f1": f1,
             "precision": precision,
             "recall": recall,
@@ -198,7 +199,8 @@ class HotPotQAEnv(SearchQAEnv):
     The common keys (`lmgym.envs.core.INFO_KEYS`), ``expert_action`` and ``expert_reasoning``
     (`lmgym.envs.hotpotqa.expert`), ``question_id``, ``question_type`` (bridge/comparison),
     ``answer`` (the submitted answer, None before finish), ``em``, ``f1``, ``precision``,
-    ``recall`` (official HotPotQA scores of ``answer``, 0 before finish), ``score`` (= ``f1``,
+    ``recall`` (official HotPotQA scores of ``answer``, 0 before finish), ``cover_em`` (every gold
+    word in the answer: search agents' ACC_R, `scoring.cover_match`), ``score`` (= ``f1``,
     what the benchmark runner's score column averages) and, after finish, ``gold_answer``.
 
     ``admissible_actions`` (what RandomAgent and SB3 choose from): ``search[T]`` for every

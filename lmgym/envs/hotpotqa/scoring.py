@@ -44,3 +44,11 @@ def f1(prediction: str, gold: str) -> tuple[float, float, float]:
     precision = num_same / len(pred_tokens)
     recall = num_same / len(gold_tokens)
     return 2 * precision * recall / (precision + recall), precision, recall
+
+
+def cover_match(prediction: str, gold: str) -> bool:
+    """Whether every normalised gold word is among the prediction's (cover-EM: the ACC_R of the
+    search-agent papers, R1-Searcher and DLLM-Searcher, which credit an answer that contains the
+    gold one, e.g. "Paris, France" for "Paris")."""
+    gold_tokens = normalize_answer(gold).split()
+    return bool(gold_tokens) and set(gold_tokens) <= set(normalize_answer(prediction).split())
