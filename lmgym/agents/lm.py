@@ -43,7 +43,8 @@ from typing import Any, Literal
 import numpy as np
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.agents.prompts import (FamilyPrompt, Turn, advance_window, completion_tokens, observation_tokens, prompt_for,
+from lmgym.agents.prompts import (MESSAGE_OVERHEAD, FamilyPrompt, Turn, advance_window, completion_tokens,
+                                  demonstration_messages, messages_as_text, observation_tokens, prompt_for,
                                   react_paper_demonstrations, render_messages, system_text, transcript_budget)
 from lmgym.envs.alfworld.games import data_folder as alfworld_folder
 from lmgym.envs.registry import family_of
@@ -99,6 +100,7 @@ class _Slot:
     rng: np.random.Generator
     task: str | None = None
     few_shot: int = 0
+    demos: tuple[dict[str, str], ...] = ()  # demonstrations as chat turns before the episode
     turns: list[Turn] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)  # tokens of each rendered turn
     first_kept: int = 0
@@ -144,6 +146,11 @@ class LMAgent(Agent):
         demonstrations: ``"family"`` (the family's demonstrator on training tasks) or, for
             ALFWorld, ``"react-paper"``: the ReAct paper's two transcripts of the episode's task
             type (``LMGYM_DATA/alfworld/react_prompts``; older ``put`` grammar, accepted by the env).
+        demonstration_turns: put the family's demonstrations before the episode as earlier
+            user/assistant turns instead of as text in the system message. A small instruct
+            model follows the Thought/Action format from turns it has "written" (SmolLM2-135M on
+            HotPotQA-Gen: format-error rate 1.00 with demonstrations in the system message,
+            docs/preact.md).
         batch_size: episodes played at once by `run_episodes`.
     """
 
@@ -156,7 +163,7 @@ class LMAgent(Agent):
                  history_turns: int = 8, max_new_tokens: int | None = None, temperature: float = 0.0,
                  top_p: float = 1.0, snap: bool | None = None, snap_cutoff: float = 80.0,
                  show_actions: bool | None = None, demonstrations: Literal["family", "react-paper"] = "family",
-                 batch_size: int = 1, name: str | None = None):
+                 demonstration_turns: bool = False, batch_size: int = 1, name: str | None = None):
         if not isinstance(model, (str, Path)) or not str(model):
             raise ValueError(f"model must be 'smollm2', a local folder or an endpoint's model name, got {model!r}")
         if history not in ("tokens", "turns"):
@@ -165,7 +172,9 @@ class LMAgent(Agent):
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if demonstrations not in ("family", "react-paper"):
             raise ValueError(f"demonstrations must be 'family' or 'react-paper', got {demonstrations!r}")
-        self.demonstrations = demonstrations
+        if demonstration_turns and demonstrations != "family":
+            raise ValueError("demonstration_turns=True takes the family's demonstrations, not 'react-paper'")
+        self.demonstrations, self.demonstration_turns = demonstrations, demonstration_turns
         self.model, self.backend_choice, self.base_url = str(model), backend, base_url
         self.backend_kwargs = dict(backend_kwargs or {})
         self.overrides = {"few_shot": few_shot, "instructions": instructions, "show_actions": show_actions,
@@ -223,12 +232,17 @@ class LMAgent(Agent):
         few_shot = model.few_shot if model.few_shot is not None else (prompt.examples.count if prompt.examples else 0)
         if self.demonstrations == "react-paper" and prompt.family != "ALFWorld":
             raise ValueError(f"demonstrations='react-paper' exists for ALFWorld only, not {prompt.family}")
-        # the ReAct paper's demonstrations depend on the task type: the system waits for the first observation
-        system = "" if self.demonstrations == "react-paper" else system_text(prompt, instructions=model.instructions,
-                                                                                 few_shot=few_shot)
+        demos: tuple[dict[str, str], ...] = ()
+        if self.demonstration_turns:
+            demos = tuple(m for demo in demonstration_messages(prompt.family, few_shot) for m in demo) if few_shot else ()
+            system = system_text(prompt, instructions=model.instructions, few_shot=0)
+        elif self.demonstrations == "react-paper":  # they depend on the task type: wait for the first observation
+            system = ""
+        else:
+            system = system_text(prompt, instructions=model.instructions, few_shot=few_shot)
         self._episodes += 1
         self._slots[slot] = _Slot(prompt, model, system, seed, (slot, self._episodes), np.random.default_rng(seed),
-                                  few_shot=few_shot)
+                                  few_shot=few_shot, demos=demos)
 
     def decide(self, observation: str, info: dict[str, Any]) -> Decision:
         return self.decide_slots([0], [observation], [info])[0]
@@ -249,7 +263,8 @@ class LMAgent(Agent):
             params = SamplingParams(max_new_tokens=max_new, temperature=self.temperature, top_p=self.top_p,
                                     stop=("\nObservation:",))
             seeds = [int(s.rng.integers(2**31)) if s.seed is not None else None for s in group]
-            answers = model.backend.complete([render_messages(s.system, s.task, s.turns, s.first_kept) for s in group],
+            answers = model.backend.complete([render_messages(s.system, s.task, s.turns, s.first_kept, s.demos)
+                                              for s in group],
                                              params, seeds=seeds, sessions=[s.session for s in group])
             for i, answer in zip(rows, answers):
                 completions[i] = answer
@@ -287,8 +302,9 @@ class LMAgent(Agent):
         if self.history == "turns":
             state.first_kept = max(state.first_kept, len(state.turns) - self.history_turns)
             return
-        budget = transcript_budget(state.model.backend.count_tokens, state.system, state.task,
-                                   state.model.max_prompt_tokens)
+        fixed = state.system + messages_as_text(list(state.demos))
+        budget = (transcript_budget(state.model.backend.count_tokens, fixed, state.task, state.model.max_prompt_tokens)
+                  - MESSAGE_OVERHEAD * len(state.demos))
         state.first_kept = advance_window(state.lengths, state.first_kept, budget)
 
     def close(self) -> None:

@@ -64,6 +64,21 @@ def test_the_prompt_holds_instructions_demonstrations_task_and_transcript():
     assert [m["role"] for m in messages[1:]] == ["user", "assistant"] * 2 + ["user"]
 
 
+def test_demonstrations_as_turns_come_between_the_system_message_and_the_episode():
+    backend = Scripted(["Thought: go.\nAction: go east"] * 3)
+    agent = LMAgent(backend=backend, few_shot=2, demonstration_turns=True)
+    run_episode(gym.make("lmgym/KeyDoor-v0"), agent, seed=0, max_steps=2)
+    messages = backend.asked[-1][0][0]
+    assert "Commands: go north" in messages[0]["content"] and "Example" not in messages[0]["content"]
+    tasks = [m["content"] for m in messages if m["role"] == "user" and m["content"].startswith("Task: ")]
+    assert len(tasks) == 3  # two demonstrations of training tasks, then the episode's own task
+    demos = messages[1:messages.index({"role": "user", "content": tasks[2]})]
+    assert demos and all(m["role"] == "assistant" for m in demos[1::2])
+    assert all("Action: " in m["content"] for m in demos if m["role"] == "assistant")
+    with pytest.raises(ValueError, match="react-paper"):
+        LMAgent(backend=Scripted([]), demonstration_turns=True, demonstrations="react-paper")
+
+
 def test_history_is_cut_from_the_left_keeping_the_task_and_newest_observation():
     backend = Scripted(["Thought: go.\nAction: look"] * 12)
     agent = LMAgent(backend=backend, few_shot=0, instructions=False, max_prompt_tokens=120, show_actions=False)

@@ -12,6 +12,7 @@ template, an endpoint's chat API, the layout of the tiny models trained here, wh
 same conversation with ``[SEP]``/``[EOS]`` around the model's turns)::
 
     system     instructions (+ "Here are examples" and the demonstrations as plain text)
+    (or, with ``demos``, each demonstration as earlier user/assistant turns of its own)
     user       Task: <task>\\nObservation: <first observation>\\n
     assistant  Thought: ...\\nAction: ...
     user       Observation: <next observation>\\n
@@ -94,13 +95,16 @@ def user_text(turn: Turn, *, task: str | None, omitted: bool = False) -> str:
     return f"{head}{OMITTED if omitted else ''}Observation: {turn.observation.strip()}\n{listed}"
 
 
-def render_messages(system: str, task: str, turns: list[Turn], first_kept: int = 0) -> list[dict[str, str]]:
+def render_messages(system: str, task: str, turns: list[Turn], first_kept: int = 0,
+                    demos: tuple[dict[str, str], ...] = ()) -> list[dict[str, str]]:
     """Chat messages for a transcript whose last turn has no completion yet.
 
     Turns before `first_kept` are dropped (an ``(earlier steps omitted)`` line says so); the
-    task always stays, in the first user message.
+    task always stays, in the first user message. `demos` (demonstrations as chat messages,
+    `demonstration_messages`) come between the system message and the episode.
     """
     messages = [{"role": "system", "content": system}] if system else []
+    messages.extend(demos)
     for index in range(first_kept, len(turns)):
         turn = turns[index]
         first = index == first_kept
@@ -174,9 +178,14 @@ def system_text(prompt: FamilyPrompt, *, instructions: bool, few_shot: int,
     return "\n".join(parts)
 
 
-@functools.lru_cache(maxsize=None)
 def demonstrations(family: str, count: int) -> tuple[str, ...]:
-    """`count` demonstrations of the family's training tasks, rendered as text transcripts.
+    """`count` demonstrations of the family's training tasks, rendered as text transcripts."""
+    return tuple(messages_as_text(list(demo)) for demo in demonstration_messages(family, count))
+
+
+@functools.lru_cache(maxsize=None)
+def demonstration_messages(family: str, count: int) -> tuple[tuple[dict[str, str], ...], ...]:
+    """`count` demonstrations of the family's training tasks, each as its chat messages.
 
     The demonstrator plays seeds ``seeds_from, seeds_from + 1, ...`` and the first `count`
     episodes that it wins within ``max_steps`` are kept (short ones keep prompts short).
@@ -191,13 +200,13 @@ def demonstrations(family: str, count: int) -> tuple[str, ...]:
         raise ValueError(f"family {family!r} has no few-shot demonstrations; use few_shot=0")
     env = gym.make(spec.env, **spec.kwargs)
     agent = make_agent(spec.agent)
-    demos: list[str] = []
+    demos: list[tuple[dict[str, str], ...]] = []
     for seed in range(spec.seeds_from, spec.seeds_from + 50 * count):
         episode = run_episode(env, agent, seed=seed, env_id=spec.env, max_steps=spec.max_steps)
         if episode.won and episode.length <= spec.max_steps:
             turns = [Turn(step.observation, step.completion or format_completion(step.reasoning, step.action)[0])
                      for step in episode.steps]
-            demos.append(messages_as_text(render_messages("", episode.task, turns)))
+            demos.append(tuple(render_messages("", episode.task, turns)))
             if len(demos) == count:
                 break
     env.close()
