@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -44,13 +45,16 @@ from lmgym.benchmarks.report import mcnemar_exact, wilson_interval
 from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
-from lmgym.policies.checkpoints import load_checkpoint, read_meta
+from lmgym.envs.registry import family_of
+from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
 from lmgym.training.distill import METHODS, DistillConfig, collate, train
 from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
+#: Where ``--install`` puts each method's best student (committed: a few hundred KB each).
+DISTILL_CHECKPOINTS = REACT_CHECKPOINTS.parent / "distill"
 ABLATIONS = {"sad-no-projection": {"projection": False}, "sad-no-curriculum": {"curriculum": False},
              "sad-reason-only": {"spans": "reason"}, "sad-act-only": {"spans": "act"}}
 
@@ -156,11 +160,11 @@ def main() -> None:
     parser.add_argument("--env", default="lmgym/HotPotQA-Gen-v0", help="env the teacher plays for data and everyone is evaluated on")
     parser.add_argument("--teacher", default=str(REACT_CHECKPOINTS / "hotpotqa-preact-ar"), help="teacher checkpoint folder")
     parser.add_argument("--out", default="runs/distill/hotpotqa")
-    parser.add_argument("--teacher-episodes", type=int, default=400, help="teacher episodes on training seeds (the data)")
-    parser.add_argument("--size", action="append", default=None, help="student size name:hidden:layers (repeat; default small:48:2, tiny:16:2)")
+    parser.add_argument("--teacher-episodes", type=int, default=600, help="teacher episodes on training seeds (the data)")
+    parser.add_argument("--size", action="append", default=None, help="student size name:hidden:layers (repeat; default small:40:2, tiny:16:2)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--no-ablations", action="store_true")
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
@@ -169,8 +173,10 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, default=8, help="step limit per evaluation episode")
     parser.add_argument("--batch", type=int, default=8, help="episodes each lm agent plays at once")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--install", action="store_true",
+                        help=f"copy each method's best student on --env, in half precision, to {DISTILL_CHECKPOINTS}/<family>-<method>")
     args = parser.parse_args()
-    args.size = args.size or ["small:48:2", "tiny:16:2"]
+    args.size = args.size or ["small:40:2", "tiny:16:2"]
     torch.set_num_threads(1)
     out, started = Path(args.out), time.time()
     timings: dict[str, float] = {}
@@ -245,6 +251,14 @@ def main() -> None:
     atomic_write_text(out / "table.md", markdown)
     print(markdown)
     print(json.dumps({k: round(v) for k, v in timings.items()}))
+    if args.install:
+        for method in args.methods:
+            best = max((c for c in cells if c["env"] == envs[0].name and c["method"] == method and not c["ablation"]),
+                       key=lambda c: (c["success"], -c["parameters"]))
+            target = install_checkpoint(folders[best["name"]], DISTILL_CHECKPOINTS / f"{family_of(args.env).lower()}-{method}", meta={
+                "recipe": shlex.join(["python", "benchmarks/distill.py", *sys.argv[1:]]), "student": best["name"],
+                "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (best["name"], "teacher")}})
+            print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 1. The teacher (the installed HotPotQA AR ReAct model, 0.92M parameters) plays training seeds
    ``1_000_000 + k`` as an `lm` agent; its rollouts are the distillation data.
-2. A student (48 wide, 2 layers: about 0.1M parameters, the teacher's tokenizer) learns from them
+2. A student (40 wide, 2 layers: 79,560 parameters, the teacher's tokenizer) learns from them
    with `lmgym.training.distill` (``--method sad``: KL to the teacher on the reasoning and the
    action spans, PCGrad between the two, an easy-to-hard curriculum; or seqkd, kd, rkl).
 3. Teacher and student play held-out seeds ``0..N-1`` as `lm` agents (paired seeds).
@@ -36,8 +36,8 @@ parser.add_argument("--teacher", default=str(REACT_CHECKPOINTS / "hotpotqa-preac
 parser.add_argument("--out", default="runs/distill/example")
 parser.add_argument("--method", default="sad", choices=METHODS)
 parser.add_argument("--teacher-episodes", type=int, default=200)
-parser.add_argument("--steps", type=int, default=300)
-parser.add_argument("--hidden-size", type=int, default=48)
+parser.add_argument("--steps", type=int, default=150)
+parser.add_argument("--hidden-size", type=int, default=40)
 parser.add_argument("--num-layers", type=int, default=2)
 parser.add_argument("--eval-episodes", type=int, default=20, help="held-out seeds 0..N-1")
 parser.add_argument("--max-eval-steps", type=int, default=8)
