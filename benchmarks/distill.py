@@ -17,7 +17,9 @@ CoT match rate (our definition; SAD publishes none): on the states the *teacher*
 its held-out episodes, the student is given the teacher's exact prompt and writes its turn
 greedily; a state matches when the student's reasoning (the text after ``Thought:``, with
 whitespace collapsed and case folded) equals the teacher's. Reported as a rate over states with
-a Wilson interval; the same states for every student. Action match is the same for the action.
+a Wilson interval; the same states for every student. Action match is the same for the action. Teacher-forced fit, on the same held-out turns: forward
+KL(teacher || student) per REASON and per ACT token, and the share of ACT tokens whose argmax is
+the teacher's (it separates methods at budgets too small for whole turns to come out right).
 
     python benchmarks/distill.py --out runs/distill/hotpotqa --episodes 50
 
@@ -49,7 +51,7 @@ from lmgym.envs.registry import family_of
 from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
-from lmgym.training.distill import METHODS, DistillConfig, collate, train
+from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, train
 from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -103,6 +105,32 @@ def cot_match(folder: Path, teacher_episodes: list[Episode], batch_size: int = 1
             "action_match": act_hits / n if n else None}
 
 
+@torch.no_grad()
+def teacher_forced_fit(folder: Path, teacher_folder: Path, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
+    """How closely the model follows the teacher on the teacher's held-out turns, teacher-forced:
+    forward KL(teacher || model) per REASON and per ACT token, and the share of ACT tokens whose
+    argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
+    model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
+    teacher = load_checkpoint(teacher_folder, dtype=torch.float32)[0]
+    prompt = meta["react_prompt"]
+    profile = PromptProfile(instructions=prompt["instructions"], few_shot=prompt["few_shot"],
+                            max_prompt_tokens=prompt["max_prompt_tokens"])
+    turns, _ = encode_turns(tokenizer, teacher_episodes, profile, meta["max_answer_tokens"])
+    totals = {"reason_kl": 0.0, "act_kl": 0.0, "act_hits": 0, "reason": 0, "act": 0}
+    for begin in range(0, len(turns), batch_size):
+        batch = collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], tokenizer.pad_token_id)
+        logits = model(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        reference = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        for span in ("reason", "act"):
+            count = int(batch[span].sum())
+            totals[f"{span}_kl"] += forward_kl(logits, reference, batch[span]).item() * count
+            totals[span] += count
+        totals["act_hits"] += int(((logits.argmax(-1) == batch["input_ids"][:, 1:]) & batch["act"]).sum())
+    return {"heldout_kl_reason": totals["reason_kl"] / max(totals["reason"], 1),
+            "heldout_kl_act": totals["act_kl"] / max(totals["act"], 1),
+            "act_token_accuracy": totals["act_hits"] / max(totals["act"], 1)}
+
+
 def decoding_stats(folder: Path, transcripts: list[dict]) -> dict:
     """Reasoning tokens per step (the student's tokenizer) and completion tokens per second of decoding."""
     _, tokenizer, _ = load_checkpoint(folder, dtype=torch.float32)
@@ -138,13 +166,14 @@ def plot(cells: list[dict], env: str, path: Path) -> None:
 
 
 def table(cells: list[dict], tests: list[dict]) -> str:
-    lines = ["| env | size | method | params | n | success [95% CI] | CoT match [95% CI] | action match | reasoning tok/step | steps | tok/s |",
-             "| --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines = ["| env | size | method | params | n | success [95% CI] | CoT match [95% CI] | action match | held-out KL reason / act | act token acc | reasoning tok/step | steps | tok/s |",
+             "| --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in cells:
         lines.append(f"| {c['env']} | {c['size']} | {c['name'].split('-', 1)[1] if c['ablation'] else c['method']} | {c['parameters']:,} | {c['n']} | "
                      f"{c['success']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}] | "
-                     + (f"{c['cot_match']:.2f} [{c['cot_match_ci95'][0]:.2f}, {c['cot_match_ci95'][1]:.2f}] | {c['action_match']:.2f}"
-                        if c.get("cot_match") is not None else "- | -")
+                     + (f"{c['cot_match']:.2f} [{c['cot_match_ci95'][0]:.2f}, {c['cot_match_ci95'][1]:.2f}] | {c['action_match']:.2f} | "
+                        f"{c['heldout_kl_reason']:.2f} / {c['heldout_kl_act']:.2f} | {c['act_token_accuracy']:.2f}"
+                        if c.get("cot_match") is not None else "- | - | - | -")
                      + f" | {c['reasoning_tokens_per_step']:.1f} | {c['steps']:.2f} | {c['tokens_per_s']:.0f} |")
     lines += ["", "| env | size | SAD wins | KD wins | SAD only | KD only | McNemar exact p | SAD beats KD? |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
@@ -233,6 +262,7 @@ def main() -> None:
                     **decoding_stats(folders[name], [transcripts[r["key"]] for r in group])}
             if name != "teacher":
                 cell.update(cot_match(folders[name], teacher_episodes))
+                cell.update(teacher_forced_fit(folders[name], Path(args.teacher), teacher_episodes))
             cells.append(cell)
         for size in args.size:
             size = size.split(":")[0]

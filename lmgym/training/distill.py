@@ -339,7 +339,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     # --- curriculum: examples sorted easy to hard (a pure function of the data and the teacher) ---
     use_curriculum = cfg.method == "sad" and cfg.curriculum
     order = list(range(len(turns)))
-    if use_curriculum:
+    if use_curriculum and start_step < cfg.steps:
         scores = difficulty_scores([t.trajectory_steps for t in turns], teacher_entropies(teacher, turns, pad_id))
         order.sort(key=lambda i: (scores[i], i))
 
