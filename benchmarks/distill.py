@@ -14,7 +14,8 @@
    McNemar test of SAD against token-level KD on the paired seeds.
 
 CoT match rate (our definition; SAD publishes none): on the states the *teacher* visited in
-its held-out episodes, the student is given the teacher's exact prompt and writes its turn
+its held-out episodes (its well-formed turns: a Thought and an Action line), the student is
+given the teacher's exact prompt and writes its turn
 greedily; a state matches when the student's reasoning (the text after ``Thought:``, with
 whitespace collapsed and case folded) equals the teacher's. Reported as a rate over states with
 a Wilson interval; the same states for every student. Action match is the same for the action. Teacher-forced fit, on the same held-out turns: forward
@@ -40,7 +41,6 @@ import torch
 
 import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.lm import REACT_CHECKPOINTS
-from lmgym.agents.prompts import PromptProfile
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
 from lmgym.benchmarks.report import mcnemar_exact, wilson_interval
@@ -51,7 +51,7 @@ from lmgym.envs.registry import family_of
 from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
-from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, train
+from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, prompt_profile, train
 from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -85,11 +85,11 @@ def cot_match(folder: Path, teacher_episodes: list[Episode], batch_size: int = 1
     given the teacher's exact prompts (see the module docstring)."""
     model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
     prompt = meta["react_prompt"]
-    profile = PromptProfile(instructions=prompt["instructions"], few_shot=prompt["few_shot"],
-                            max_prompt_tokens=prompt["max_prompt_tokens"])
-    states = [(example.ids[:example.answer_start], step)
-              for episode in teacher_episodes
-              for example, step in zip(encode_episode(tokenizer, episode, profile, layout="mdlm"), episode.steps)]
+    profile = prompt_profile(prompt)
+    states = [(example.ids[:example.answer_start], step)  # only the teacher's well-formed turns: an empty
+              for episode in teacher_episodes                # reasoning would "match" a student's broken turn
+              for example, step in zip(encode_episode(tokenizer, episode, profile, layout="mdlm"), episode.steps)
+              if step.reasoning.strip() and not json.loads(step.agent_json or "{}").get("format_error")]
     reason_hits = act_hits = 0
     for begin in range(0, len(states), batch_size):
         chunk = states[begin:begin + batch_size]
@@ -113,8 +113,7 @@ def teacher_forced_fit(folder: Path, teacher_folder: Path, teacher_episodes: lis
     model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
     teacher = load_checkpoint(teacher_folder, dtype=torch.float32)[0]
     prompt = meta["react_prompt"]
-    profile = PromptProfile(instructions=prompt["instructions"], few_shot=prompt["few_shot"],
-                            max_prompt_tokens=prompt["max_prompt_tokens"])
+    profile = prompt_profile(prompt)
     turns, _ = encode_turns(tokenizer, teacher_episodes, profile, meta["max_answer_tokens"])
     totals = {"reason_kl": 0.0, "act_kl": 0.0, "act_hits": 0, "reason": 0, "act": 0}
     for begin in range(0, len(turns), batch_size):
@@ -142,24 +141,29 @@ def decoding_stats(folder: Path, transcripts: list[dict]) -> dict:
 
 
 def plot(cells: list[dict], env: str, path: Path) -> None:
+    """Success (left) and teacher-forced action token accuracy (right) against student parameters, per method."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(5.5, 4))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for method in METHODS:
-        points = sorted((c["parameters"], c["success"], *c["success_ci95"]) for c in cells
-                        if c["env"] == env and c["method"] == method and not c["ablation"])
-        if points:
-            size, success, low, high = zip(*points)
-            axis.errorbar(size, success, yerr=[[s - lo for s, lo in zip(success, low)], [hi - s for s, hi in zip(success, high)]],
-                          marker="o", capsize=3, label=method)
+        here = sorted((c for c in cells if c["env"] == env and c["method"] == method and not c["ablation"]),
+                      key=lambda c: c["parameters"])
+        if here:
+            size = [c["parameters"] for c in here]
+            success = [c["success"] for c in here]
+            errors = [[c["success"] - c["success_ci95"][0] for c in here], [c["success_ci95"][1] - c["success"] for c in here]]
+            left.errorbar(size, success, yerr=errors, marker="o", capsize=3, label=method)
+            right.plot(size, [c["act_token_accuracy"] for c in here], marker="o", label=method)
     teacher = next((c for c in cells if c["env"] == env and c["method"] == "teacher"), None)
     if teacher:
-        axis.axhline(teacher["success"], color="grey", linestyle="--", label=f"teacher ({teacher['parameters'] / 1e6:.2f}M)")
-    axis.set(xscale="log", xlabel="student parameters", ylabel="success (EM)", title=env, ylim=(-0.02, 1.02))
-    axis.legend(fontsize=8)
+        left.axhline(teacher["success"], color="grey", linestyle="--", label=f"teacher ({teacher['parameters'] / 1e6:.2f}M)")
+    left.set(xscale="log", xlabel="student parameters", ylabel="success (EM), 95% CI", title=env, ylim=(-0.02, 1.02))
+    right.set(xscale="log", xlabel="student parameters", ylabel="action tokens = teacher's (teacher-forced)",
+              title="held-out teacher turns", ylim=(-0.02, 1.02))
+    left.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -284,7 +288,7 @@ def main() -> None:
     if args.install:
         for method in args.methods:
             best = max((c for c in cells if c["env"] == envs[0].name and c["method"] == method and not c["ablation"]),
-                       key=lambda c: (c["success"], -c["parameters"]))
+                       key=lambda c: (c["success"], c["act_token_accuracy"]))  # ties: the closer fit
             target = install_checkpoint(folders[best["name"]], DISTILL_CHECKPOINTS / f"{family_of(args.env).lower()}-{method}", meta={
                 "recipe": shlex.join(["python", "benchmarks/distill.py", *sys.argv[1:]]), "student": best["name"],
                 "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (best["name"], "teacher")}})
