@@ -40,6 +40,15 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     return low, high
 
 
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """Two-sided exact McNemar p-value of two agents on paired episodes (McNemar 1947,
+    Psychometrika 12:153): under the null the discordant pairs (won by one agent only) split
+    Binomial(b + c, 1/2); p = min(1, 2 P(X <= min(b, c))). 1.0 with no discordant pair."""
+    n = only_first + only_second
+    tail = sum(math.comb(n, k) for k in range(min(only_first, only_second) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 

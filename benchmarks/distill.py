@@ -1,0 +1,299 @@
+"""Structured Agent Distillation against token-level KD, SeqKD and reverse KL: one family end to end.
+
+1. The teacher (an AR ReAct checkpoint trained here) plays training seeds ``1_000_000 + k`` as
+   an `lm` agent (greedy); its rollouts, all of them, are the distillation data
+   (`record_rollouts`, resumable).
+2. Students at each ``--size`` (``name:hidden:layers``) learn from them by every ``--method``
+   (`lmgym.training.distill`), plus SAD's ablations at the first size (no projection, no
+   curriculum, reason loss only, action loss only). Same data, steps, batch and seed for all.
+3. Every student and the teacher play held-out seeds ``0..N-1`` as `lm` agents in one
+   `lmgym bench` spec per env (paired seeds), plus ``--eval-env`` envs (e.g. the real HotPotQA dev
+   questions, seeded).
+4. Per cell: success (EM for HotPotQA) with its Wilson interval; CoT match (below); reasoning
+   tokens per step; steps per episode; completion tokens per second of decoding; and an exact
+   McNemar test of SAD against token-level KD on the paired seeds.
+
+CoT match rate (our definition; SAD publishes none): on the states the *teacher* visited in
+its held-out episodes (its well-formed turns: a Thought and an Action line), the student is
+given the teacher's exact prompt and writes its turn
+greedily; a state matches when the student's reasoning (the text after ``Thought:``, with
+whitespace collapsed and case folded) equals the teacher's. Reported as a rate over states with
+a Wilson interval; the same states for every student. Action match is the same for the action. Teacher-forced fit, on the same held-out turns: forward
+KL(teacher || student) per REASON and per ACT token, and the share of ACT tokens whose argmax is
+the teacher's (it separates methods at budgets too small for whole turns to come out right).
+
+    python benchmarks/distill.py --out runs/distill/hotpotqa --episodes 50
+
+Outputs in ``--out``: ``teacher_rollouts.jsonl``, ``students/<name>/`` (checkpoints and
+metrics), ``eval-<k>/`` (the benchmark run of env k), ``summary.json``, ``table.md``, ``success_vs_size.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import lmgym  # noqa: F401  (registers the envs)
+from lmgym.agents.lm import REACT_CHECKPOINTS
+from lmgym.agents.registry import make_agent
+from lmgym.agents.runner import record_rollouts
+from lmgym.benchmarks.report import mcnemar_exact, wilson_interval
+from lmgym.benchmarks.runner import read_rows, run_benchmark
+from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
+from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.envs.registry import family_of
+from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
+from lmgym.policies.generation import generate
+from lmgym.rollouts import Episode, parse_completion
+from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, prompt_profile, train
+from lmgym.training.transcripts import encode_episode
+
+TRAIN_SEEDS_FROM = 1_000_000
+#: Where ``--install`` puts each method's best student (committed: a few hundred KB each).
+DISTILL_CHECKPOINTS = REACT_CHECKPOINTS.parent / "distill"
+ABLATIONS = {"sad-no-projection": {"projection": False}, "sad-no-curriculum": {"curriculum": False},
+             "sad-reason-only": {"spans": "reason"}, "sad-act-only": {"spans": "act"}}
+
+
+def students(args) -> list[tuple[str, str, dict]]:
+    """(run name, size name, DistillConfig fields) of every student."""
+    runs = []
+    for index, size in enumerate(args.size):
+        name, hidden, layers = size.split(":")
+        shape = {"hidden_size": int(hidden), "num_layers": int(layers)}
+        for method in args.methods:
+            runs.append((f"{name}-{method}", name, {"method": method, **shape}))
+        if index == 0 and not args.no_ablations:
+            runs += [(f"{name}-{ablation}", name, {"method": "sad", **shape, **fields})
+                     for ablation, fields in ABLATIONS.items()]
+    return runs
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+@torch.no_grad()
+def cot_match(folder: Path, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
+    """Reasoning and action agreement of the model in `folder` with the teacher's own turns,
+    given the teacher's exact prompts (see the module docstring)."""
+    model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
+    prompt = meta["react_prompt"]
+    profile = prompt_profile(prompt)
+    states = [(example.ids[:example.answer_start], step)  # only the teacher's well-formed turns: an empty
+              for episode in teacher_episodes                # reasoning would "match" a student's broken turn
+              for example, step in zip(encode_episode(tokenizer, episode, profile, layout="mdlm"), episode.steps)
+              if step.reasoning.strip() and not json.loads(step.agent_json or "{}").get("format_error")]
+    reason_hits = act_hits = 0
+    for begin in range(0, len(states), batch_size):
+        chunk = states[begin:begin + batch_size]
+        batch = collate([(ids, [], []) for ids, _ in chunk], tokenizer.pad_token_id)
+        output = generate(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=prompt["max_new_tokens"],
+                          eos_token_id=tokenizer.eos_token_id)
+        for row, (_, step) in enumerate(chunk):
+            written = parse_completion(tokenizer.decode(output.tokens[row, :output.lengths[row]], skip_special_tokens=True))
+            reason_hits += normalized(written.reasoning) == normalized(step.reasoning)
+            act_hits += normalized(written.action) == normalized(step.action)
+    n = len(states)
+    return {"states": n, "cot_match": reason_hits / n if n else None, "cot_match_ci95": wilson_interval(reason_hits, n),
+            "action_match": act_hits / n if n else None}
+
+
+@torch.no_grad()
+def teacher_forced_fit(folder: Path, teacher_folder: Path, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
+    """How closely the model follows the teacher on the teacher's held-out turns, teacher-forced:
+    forward KL(teacher || model) per REASON and per ACT token, and the share of ACT tokens whose
+    argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
+    model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
+    teacher = load_checkpoint(teacher_folder, dtype=torch.float32)[0]
+    prompt = meta["react_prompt"]
+    profile = prompt_profile(prompt)
+    turns, _ = encode_turns(tokenizer, teacher_episodes, profile, meta["max_answer_tokens"])
+    totals = {"reason_kl": 0.0, "act_kl": 0.0, "act_hits": 0, "reason": 0, "act": 0}
+    for begin in range(0, len(turns), batch_size):
+        batch = collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], tokenizer.pad_token_id)
+        logits = model(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        reference = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        for span in ("reason", "act"):
+            count = int(batch[span].sum())
+            totals[f"{span}_kl"] += forward_kl(logits, reference, batch[span]).item() * count
+            totals[span] += count
+        totals["act_hits"] += int(((logits.argmax(-1) == batch["input_ids"][:, 1:]) & batch["act"]).sum())
+    return {"heldout_kl_reason": totals["reason_kl"] / max(totals["reason"], 1),
+            "heldout_kl_act": totals["act_kl"] / max(totals["act"], 1),
+            "act_token_accuracy": totals["act_hits"] / max(totals["act"], 1)}
+
+
+def decoding_stats(folder: Path, transcripts: list[dict]) -> dict:
+    """Reasoning tokens per step (the student's tokenizer) and completion tokens per second of decoding."""
+    _, tokenizer, _ = load_checkpoint(folder, dtype=torch.float32)
+    steps = [step for rollout in transcripts for step in rollout["steps"]]
+    reasoning = [len(tokenizer.encode(step["reasoning"], add_special_tokens=False)) for step in steps]
+    seconds = sum(step["seconds"] for step in steps)
+    return {"reasoning_tokens_per_step": sum(reasoning) / len(reasoning) if reasoning else None,
+            "tokens_per_s": sum(step["completion_tokens"] for step in steps) / seconds if seconds else None}
+
+
+def plot(cells: list[dict], env: str, path: Path) -> None:
+    """Success (left) and teacher-forced action token accuracy (right) against student parameters, per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    for method in METHODS:
+        here = sorted((c for c in cells if c["env"] == env and c["method"] == method and not c["ablation"]),
+                      key=lambda c: c["parameters"])
+        if here:
+            size = [c["parameters"] for c in here]
+            success = [c["success"] for c in here]
+            errors = [[c["success"] - c["success_ci95"][0] for c in here], [c["success_ci95"][1] - c["success"] for c in here]]
+            left.errorbar(size, success, yerr=errors, marker="o", capsize=3, label=method)
+            right.plot(size, [c["act_token_accuracy"] for c in here], marker="o", label=method)
+    teacher = next((c for c in cells if c["env"] == env and c["method"] == "teacher"), None)
+    if teacher:
+        left.axhline(teacher["success"], color="grey", linestyle="--", label=f"teacher ({teacher['parameters'] / 1e6:.2f}M)")
+    left.set(xscale="log", xlabel="student parameters", ylabel="success (EM), 95% CI", title=env, ylim=(-0.02, 1.02))
+    right.set(xscale="log", xlabel="student parameters", ylabel="action tokens = teacher's (teacher-forced)",
+              title="held-out teacher turns", ylim=(-0.02, 1.02))
+    left.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def table(cells: list[dict], tests: list[dict]) -> str:
+    lines = ["| env | size | method | params | n | success [95% CI] | CoT match [95% CI] | action match | held-out KL reason / act | act token acc | reasoning tok/step | steps | tok/s |",
+             "| --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for c in cells:
+        lines.append(f"| {c['env']} | {c['size']} | {c['name'].split('-', 1)[1] if c['ablation'] else c['method']} | {c['parameters']:,} | {c['n']} | "
+                     f"{c['success']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}] | "
+                     + (f"{c['cot_match']:.2f} [{c['cot_match_ci95'][0]:.2f}, {c['cot_match_ci95'][1]:.2f}] | {c['action_match']:.2f} | "
+                        f"{c['heldout_kl_reason']:.2f} / {c['heldout_kl_act']:.2f} | {c['act_token_accuracy']:.2f}"
+                        if c.get("cot_match") is not None else "- | - | - | -")
+                     + f" | {c['reasoning_tokens_per_step']:.1f} | {c['steps']:.2f} | {c['tokens_per_s']:.0f} |")
+    lines += ["", "| env | size | SAD wins | KD wins | SAD only | KD only | McNemar exact p | SAD beats KD? |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for t in tests:
+        verdict = ("yes" if t["sad_only"] > t["kd_only"] else "no (KD ahead)") if t["p"] < 0.05 else "not shown (p >= 0.05)"
+        lines.append(f"| {t['env']} | {t['size']} | {t['sad_wins']} | {t['kd_wins']} | {t['sad_only']} | {t['kd_only']} | "
+                     f"{t['p']:.3f} | {verdict} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--env", default="lmgym/HotPotQA-Gen-v0", help="env the teacher plays for data and everyone is evaluated on")
+    parser.add_argument("--teacher", default=str(REACT_CHECKPOINTS / "hotpotqa-preact-ar"), help="teacher checkpoint folder")
+    parser.add_argument("--out", default="runs/distill/hotpotqa")
+    parser.add_argument("--teacher-episodes", type=int, default=600, help="teacher episodes on training seeds (the data)")
+    parser.add_argument("--size", action="append", default=None, help="student size name:hidden:layers (repeat; default small:40:2, tiny:16:2)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--no-ablations", action="store_true")
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--episodes", type=int, default=50, help="held-out seeds 0..N-1")
+    parser.add_argument("--eval-env", action="append", default=[], help="more envs to evaluate on (ID or ID(key=value, ...)), seeded")
+    parser.add_argument("--max-steps", type=int, default=8, help="step limit per evaluation episode")
+    parser.add_argument("--batch", type=int, default=8, help="episodes each lm agent plays at once")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--install", action="store_true",
+                        help=f"copy each method's best student on --env, in half precision, to {DISTILL_CHECKPOINTS}/<family>-<method>")
+    args = parser.parse_args()
+    args.size = args.size or ["small:40:2", "tiny:16:2"]
+    torch.set_num_threads(1)
+    out, started = Path(args.out), time.time()
+    timings: dict[str, float] = {}
+
+    # --- 1. data: the teacher's own rollouts on training seeds ---
+    rollouts = out / "teacher_rollouts.jsonl"
+    lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": 1}}
+    counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **lm),
+                             range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.teacher_episodes), rollouts, slots=args.batch)
+    timings["teacher_rollouts_s"] = time.time() - started
+    print(f"teacher rollouts: {counts} ({timings['teacher_rollouts_s']:.0f} s)", flush=True)
+
+    # --- 2. students ---
+    runs = students(args)
+    for name, _, fields in runs:
+        begun = time.time()
+        train(DistillConfig(teacher=args.teacher, data=(str(rollouts),), out=str(out / "students" / name), steps=args.steps,
+                            batch_size=args.batch_size, lr=args.lr, seed=args.seed, quiet=True, **fields))
+        timings[f"train_{name}_s"] = time.time() - begun
+        print(f"{name}: trained ({timings[f'train_{name}_s']:.0f} s)", flush=True)
+
+    # --- 3. evaluation on held-out seeds, paired ---
+    envs = [EnvSpec(args.env)] + [EnvSpec(*parse_call(text)) for text in args.eval_env]
+    agents = [AgentSpec("teacher", "lm", {"model": args.teacher, **lm})]
+    agents += [AgentSpec(name, "lm", {"model": str(out / "students" / name / "checkpoint"), **lm}) for name, _, _ in runs]
+    rows, transcripts = [], {}
+    for index, env in enumerate(envs):  # a folder per env, so an env added later leaves the others' runs as they are
+        spec = BenchmarkSpec("distill", (env,), tuple(agents), episodes=args.episodes, base_seed=0, max_steps=args.max_steps)
+        begun = time.time()
+        run_benchmark(spec, out / f"eval-{index}", backend="processes" if args.workers > 1 else "inprocess",
+                      workers=args.workers, quiet=True, plots=False)
+        timings[f"evaluation_{index}_s"] = time.time() - begun
+        rows += [r for r in read_rows(out / f"eval-{index}") if r.get("error") is None]
+        transcripts.update({r["key"]: r for r in read_jsonl(out / f"eval-{index}" / "transcripts.jsonl")})
+
+    # --- 4. metrics per cell, CoT match on the teacher's states, paired tests ---
+    folders = {"teacher": Path(args.teacher), **{name: out / "students" / name / "checkpoint" for name, _, _ in runs}}
+    sizes = {"teacher": "teacher", **{name: size for name, size, _ in runs}}
+    methods = {"teacher": "teacher", **{name: fields["method"] for name, _, fields in runs}}
+    cells, tests = [], []
+    ablations = {name for name, _, _ in runs if name.split("-", 1)[1] in ABLATIONS}
+    for index, env in enumerate(envs):
+        here = {a.name: sorted((r for r in rows if r["env"] == env.name and r["agent"] == a.name), key=lambda r: r["episode"])
+                for a in agents}
+        teacher_episodes = [Episode.from_dict(transcripts[r["key"]]) for r in here["teacher"]]
+        for name, group in here.items():
+            wins = sum(bool(r["won"]) for r in group)
+            cell = {"env": env.name, "name": name, "size": sizes[name], "method": methods[name],
+                    "ablation": name in ablations,
+                    "parameters": read_meta(folders[name])["parameters"], "n": len(group), "wins": wins,
+                    "success": wins / len(group), "success_ci95": wilson_interval(wins, len(group)),
+                    "mean_em": sum(r.get("em") or 0 for r in group) / len(group),
+                    "steps": sum(r["steps"] for r in group) / len(group),
+                    **decoding_stats(folders[name], [transcripts[r["key"]] for r in group])}
+            if name != "teacher":
+                cell.update(cot_match(folders[name], teacher_episodes))
+                cell.update(teacher_forced_fit(folders[name], Path(args.teacher), teacher_episodes))
+            cells.append(cell)
+        for size in args.size:
+            size = size.split(":")[0]
+            sad, kd = here.get(f"{size}-sad"), here.get(f"{size}-kd")
+            if sad and kd:
+                sad_only = sum(a["won"] and not b["won"] for a, b in zip(sad, kd))
+                kd_only = sum(b["won"] and not a["won"] for a, b in zip(sad, kd))
+                tests.append({"env": env.name, "size": size, "sad_wins": sum(bool(r["won"]) for r in sad),
+                              "kd_wins": sum(bool(r["won"]) for r in kd), "sad_only": sad_only, "kd_only": kd_only,
+                              "p": mcnemar_exact(sad_only, kd_only)})
+        plot(cells, env.name, out / f"success_vs_size{'' if index == 0 else f'-{index}'}.png")
+    timings["total_s"] = time.time() - started
+    atomic_write_json(out / "summary.json", {"cells": cells, "tests": tests, "options": vars(args), "teacher_rollouts": counts,
+                                             "seconds": {k: round(v, 1) for k, v in timings.items()}})
+    markdown = table(cells, tests)
+    atomic_write_text(out / "table.md", markdown)
+    print(markdown)
+    print(json.dumps({k: round(v) for k, v in timings.items()}))
+    if args.install:
+        for method in args.methods:
+            best = max((c for c in cells if c["env"] == envs[0].name and c["method"] == method and not c["ablation"]),
+                       key=lambda c: (c["success"], c["act_token_accuracy"]))  # ties: the closer fit
+            target = install_checkpoint(folders[best["name"]], DISTILL_CHECKPOINTS / f"{family_of(args.env).lower()}-{method}", meta={
+                "recipe": shlex.join(["python", "benchmarks/distill.py", *sys.argv[1:]]), "student": best["name"],
+                "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (best["name"], "teacher")}})
+            print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    main()

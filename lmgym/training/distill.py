@@ -1,0 +1,446 @@
+"""Distil a ReAct teacher into a small student: SeqKD, token-level KD, reverse KL, or SAD.
+
+``python -m lmgym.training.distill --teacher FOLDER --data ROLLOUTS.jsonl --method sad --out DIR``
+(``--help`` lists every field). One readable file in the CleanRL manner: config, losses,
+data, then the loop. The data are the teacher's own rollouts (`lmgym.rollouts.Episode` rows,
+what the teacher wrote as an `lm` agent on training seeds); each turn becomes one example: the
+prompt the agent sent (rendered exactly as `lmgym.agents.lm.LMAgent` renders it,
+`lmgym.training.transcripts`, ``layout="mdlm"``) and the completion with a role per token
+(``REASON``: the ``Thought:`` line; ``ACT``: the ``Action:`` line and the end-of-turn token).
+Observations and the prompt are context only: no method trains on them. The teacher's token
+distributions are computed by the frozen teacher on the same batch at each step (the exact
+values a stored copy would hold, without storing V floats per token).
+
+Methods (``--method``):
+
+* ``seqkd``: sequence-level KD (Kim & Rush 2016, arXiv:1606.07947): cross-entropy on the
+  teacher's sampled completions.
+* ``kd``: token-level KD (Hinton et al. 2015, arXiv:1503.02531; the GKD paper's supervised
+  forward KL, Agarwal et al. 2024, arXiv:2306.13649): forward KL(teacher || student) on every
+  completion token, averaged over them.
+* ``rkl``: reverse KL on the student's own samples (GKD with lambda = 1, beta = 1; MiniLLM,
+  Gu et al. 2024, arXiv:2306.08543, optimises the same reverse KL with a policy gradient): the
+  student samples a completion for each prompt (temperature 1), then KL(student || teacher) is
+  taken over the full vocabulary at each sampled position, the samples held fixed.
+* ``sad``: Structured Agent Distillation (the SAD paper; no code is public): L_CoT, forward
+  KL(teacher || student) averaged over the REASON tokens, and L_Act, the same over the ACT
+  tokens, with equal weights. ``--projection`` combines their gradients by PCGrad's rule
+  (`project_conflicting`); ``--curriculum`` orders examples easy to hard
+  (`difficulty_scores`, `competence`). ``--spans reason|act`` keeps one loss (ablations).
+
+Everything random comes from ``--seed``: the student's initial weights, and for step k a
+generator seeded with (seed, k) that draws the batch and the student's samples, so ``--resume``
+continues exactly. Outputs in ``--out``: ``checkpoint/`` (an `lm` agent's ``model=`` folder,
+prompted as the teacher was), ``metrics.jsonl`` (``train/loss``, ``train/loss_reason``,
+``train/loss_act``, ``train/conflict``, ``train/competence``, ``train/grad_norm``, ...).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+import tyro
+from tqdm.auto import tqdm
+
+from lmgym.agents.prompts import PromptProfile
+from lmgym.errors import InputError
+from lmgym.io import append_jsonl
+from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.policies.generation import generate
+from lmgym.policies.models import TinyConfig, build_model, llama_config
+from lmgym.training.lm import learning_rate, load_data
+from lmgym.training.objectives import frozen_copy, masked_mean
+from lmgym.training.transcripts import ACT, REASON, encode_episode
+
+METHODS = ("seqkd", "kd", "rkl", "sad")
+
+
+@dataclass
+class DistillConfig:
+    teacher: str = ""
+    """the teacher's checkpoint folder (an AR model trained here: its tokenizer and prompt are the student's)"""
+    data: tuple[str, ...] = ()
+    """JSONL rollout files the teacher played (Episode rows): the distillation data"""
+    method: Literal["seqkd", "kd", "rkl", "sad"] = "sad"
+    """seqkd: SFT on teacher samples; kd: forward KL on every completion token; rkl: reverse KL on student samples; sad: span-level KL"""
+    out: str = "runs/distill"
+    """output folder: checkpoint/ and metrics.jsonl"""
+    projection: bool = True
+    """sad: combine the reason and action gradients by PCGrad's projection of conflicting components"""
+    curriculum: bool = True
+    """sad: sample from the easiest examples first (trajectory length and teacher uncertainty)"""
+    spans: Literal["both", "reason", "act"] = "both"
+    """sad: which span losses train (reason or act alone: the ablations)"""
+    curriculum_start: float = 0.25
+    """competence at step 0: the easiest fraction of examples sampled at first"""
+    curriculum_steps: float = 0.5
+    """fraction of the run after which every example is in the pool"""
+    hidden_size: int = 48
+    """student width"""
+    num_layers: int = 2
+    """student transformer blocks"""
+    num_heads: int = 4
+    """student attention heads (half as many key/value heads)"""
+    max_answer_tokens: int | None = None
+    """longest completion kept (and rkl's sampling length); None: the teacher's"""
+    steps: int = 600
+    """optimizer steps"""
+    batch_size: int = 16
+    """turns per step"""
+    lr: float = 3e-3
+    """peak learning rate (linear warmup, cosine decay to 10%)"""
+    warmup: int = 50
+    """warmup steps"""
+    weight_decay: float = 0.01
+    """AdamW weight decay"""
+    grad_clip: float = 1.0
+    """max gradient norm"""
+    seed: int = 0
+    """seed of the student's weights, the batches and the student's samples"""
+    save_every: int = 0
+    """checkpoint every N steps (0: only at the end)"""
+    resume: bool = True
+    """continue from OUT/checkpoint when it exists"""
+    log_every: int = 10
+    """steps between metric lines"""
+    threads: int = 1
+    """torch CPU threads"""
+    device: str | None = None
+    """cpu or cuda (default: cuda when present)"""
+    quiet: bool = False
+    """no progress bar"""
+
+
+# --- losses: small pure functions over logits (B, T, V) and a token mask (B, T) ------------------
+
+
+def forward_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """KL(p_teacher || p_student) per token, summed over the vocabulary, averaged over `mask`.
+
+    Hinton et al. 2015 (arXiv:1503.02531) at temperature 1; equals TRL's
+    ``generalized_jsd_loss(..., beta=0)`` with the unmasked tokens' labels -100 (tested).
+    """
+    student = torch.log_softmax(student_logits.float(), dim=-1)
+    teacher = torch.log_softmax(teacher_logits.float(), dim=-1)
+    return masked_mean((teacher.exp() * (teacher - student)).sum(dim=-1), mask)
+
+
+def reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """KL(p_student || p_teacher) per token, summed over the vocabulary, averaged over `mask`.
+
+    GKD's beta = 1 end (Agarwal et al. 2024, arXiv:2306.13649, eq. for D_JSD(beta)); equals
+    TRL's ``generalized_jsd_loss(..., beta=1)`` (tested).
+    """
+    student = torch.log_softmax(student_logits.float(), dim=-1)
+    teacher = torch.log_softmax(teacher_logits.float(), dim=-1)
+    return masked_mean((student.exp() * (student - teacher)).sum(dim=-1), mask)
+
+
+def sequence_kd_loss(student_logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the teacher's sampled tokens `targets` (B, T), averaged over `mask`
+    (SeqKD: Kim & Rush 2016, arXiv:1606.07947)."""
+    ce = F.cross_entropy(student_logits.float().flatten(0, 1), targets.flatten(), reduction="none")
+    return masked_mean(ce.view(targets.shape), mask)
+
+
+def project_conflicting(g_reason: torch.Tensor, g_act: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """The combined gradient of two losses by PCGrad's rule (Yu et al. 2020, arXiv:2001.06782, Alg. 1).
+
+    When the two gradients conflict (negative dot product), each loses its component along the
+    other (projected onto the other's normal plane, both projections from the original vectors,
+    which for two tasks is PCGrad's rule in either order); otherwise they are summed unchanged.
+    Why this rule: with equal weights a plain sum lets the larger of L_CoT and L_Act undo the
+    other's progress to first order whenever they conflict; after projection neither term's
+    step increases the other loss to first order, and where they agree nothing changes.
+    Returns (combined flat gradient, whether they conflicted).
+    """
+    dot = torch.dot(g_reason, g_act)
+    if dot >= 0:
+        return g_reason + g_act, False
+    reason = g_reason - dot / g_act.dot(g_act) * g_act
+    act = g_act - dot / g_reason.dot(g_reason) * g_reason
+    return reason + act, True
+
+
+def difficulty_scores(trajectory_steps: list[int], teacher_entropy: list[float]) -> list[float]:
+    """Curriculum score per example in [0, 1]: the mean of its two normalised ranks, the length
+    of the trajectory it comes from and the teacher's mean next-token entropy over its
+    completion (uncertainty). Ranks (ties share their mean rank) make the two scales comparable
+    without a weight to tune. Our documented choice: SAD publishes no formula."""
+    def ranks(values: list[float]) -> list[float]:
+        order = sorted(range(len(values)), key=lambda i: values[i])
+        rank = [0.0] * len(values)
+        start = 0
+        while start < len(order):
+            end = start
+            while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+                end += 1
+            for position in range(start, end + 1):
+                rank[order[position]] = (start + end) / 2
+            start = end + 1
+        top = max(len(values) - 1, 1)
+        return [r / top for r in rank]
+
+    return [(a + b) / 2 for a, b in zip(ranks([float(s) for s in trajectory_steps]), ranks(teacher_entropy))]
+
+
+def competence(step: int, total_steps: int, start: float, ramp_fraction: float) -> float:
+    """The fraction of examples (easiest first) in the sampling pool at `step`: the square-root
+    competence schedule of Platanios et al. 2019 (arXiv:1903.09848, eq. 7),
+    ``min(1, sqrt(t (1 - c0^2) / T + c0^2))`` with T = ramp_fraction * total_steps."""
+    ramp = max(1.0, ramp_fraction * total_steps)
+    return min(1.0, math.sqrt(step * (1 - start ** 2) / ramp + start ** 2))
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    context: list[int]  # the prompt the agent sent
+    answer: list[int]  # the completion and the end-of-turn token
+    roles: list[int]  # REASON or ACT per answer token
+    trajectory_steps: int  # length of the episode the turn comes from
+
+
+def prompt_profile(react_prompt: dict) -> PromptProfile:
+    """The transcript layout a checkpoint's meta (``react_prompt``) says it was trained on."""
+    return PromptProfile(instructions=react_prompt["instructions"], few_shot=react_prompt["few_shot"],
+                         max_prompt_tokens=react_prompt["max_prompt_tokens"])
+
+
+def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens: int) -> tuple[list[Turn], int]:
+    """One `Turn` per step of every rollout whose completion fits, and how many did not."""
+    turns, dropped = [], 0
+    for episode in episodes:
+        for example in encode_episode(tokenizer, episode, profile, layout="mdlm"):
+            answer = example.ids[example.answer_start:] + [tokenizer.eos_token_id]
+            if len(answer) > max_answer_tokens:
+                dropped += 1
+                continue
+            turns.append(Turn(example.ids[:example.answer_start][-profile.max_prompt_tokens:], answer,
+                              example.roles[example.answer_start:] + [ACT], len(episode.steps)))
+    return turns, dropped
+
+
+def collate(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Left-padded (B, T) batch of (context, answer, answer roles): input_ids, attention_mask,
+    and the masks of the *predicted* tokens aligned with logits[:, :-1] (B, T - 1): answer,
+    reason, act."""
+    length = max(len(c) + len(a) for c, a, _ in sequences)
+    input_ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
+    attention = torch.zeros((len(sequences), length), dtype=torch.long)
+    roles = torch.full((len(sequences), length), -1, dtype=torch.long)  # -1: not a completion token
+    for row, (context, answer, answer_roles) in enumerate(sequences):
+        start = length - len(context) - len(answer)
+        input_ids[row, start:] = torch.tensor(context + answer)
+        attention[row, start:] = 1
+        roles[row, length - len(answer):] = torch.tensor(answer_roles)
+    predicted = roles[:, 1:]
+    return {"input_ids": input_ids, "attention_mask": attention, "answer": predicted >= 0,
+            "reason": predicted == REASON, "act": predicted == ACT}
+
+
+@torch.no_grad()
+def teacher_entropies(teacher, turns: list[Turn], pad_id: int, batch_size: int = 32) -> list[float]:
+    """The teacher's mean next-token entropy over each turn's completion tokens."""
+    values = []
+    for begin in range(0, len(turns), batch_size):
+        batch = collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id)
+        batch = {k: v.to(teacher.device) for k, v in batch.items()}
+        logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        entropy = -(logp.exp() * logp).sum(dim=-1)  # (B, T-1)
+        mask = batch["answer"].float()
+        values += ((entropy * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).tolist()
+    return values
+
+
+@torch.no_grad()
+def student_samples(student, turns: list[Turn], pad_id: int, eos_id: int, max_new_tokens: int,
+                    generator: torch.Generator) -> list[tuple[list[int], list[int], list[int]]]:
+    """(context, sampled completion, roles) per turn: the student's own turn at temperature 1
+    (its roles unknown, so all ACT: rkl trains every sampled token alike)."""
+    batch = collate([(t.context, [], []) for t in turns], pad_id)
+    was_training = student.training
+    student.eval()
+    output = generate(student, batch["input_ids"].to(student.device), batch["attention_mask"].to(student.device),
+                      max_new_tokens=max_new_tokens, temperature=1.0, eos_token_id=eos_id, generator=generator)
+    student.train(was_training)
+    sampled = []
+    for row, turn in enumerate(turns):
+        tokens = output.tokens[row, :output.lengths[row]].tolist()
+        sampled.append((turn.context, tokens, [ACT] * len(tokens)))
+    return sampled
+
+
+# --- the trainer ------------------------------------------------------------------------------
+
+
+def student_size(cfg: DistillConfig, max_positions: int) -> TinyConfig:
+    return TinyConfig(hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
+                      num_kv_heads=max(1, cfg.num_heads // 2), intermediate_size=3 * cfg.hidden_size,
+                      max_positions=max_positions)
+
+
+def check(cfg: DistillConfig) -> None:
+    if not cfg.teacher or not (Path(cfg.teacher) / "config.json").is_file():
+        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder (config.json missing)")
+    if not cfg.data:
+        raise InputError("no --data rollout files given")
+    for path in cfg.data:
+        if not Path(path).is_file():
+            raise InputError(f"--data {path}: no such file")
+    if cfg.hidden_size % cfg.num_heads or (cfg.hidden_size // cfg.num_heads) % 2:
+        raise InputError(f"--hidden-size {cfg.hidden_size} / --num-heads {cfg.num_heads} must be an even head width (rotary)")
+    if cfg.method != "sad" and (cfg.spans != "both" or not cfg.projection or not cfg.curriculum):
+        # silently ignoring them would mislabel a run
+        raise InputError(f"--spans, --no-projection and --no-curriculum are options of --method sad, not {cfg.method}")
+
+
+def train(cfg: DistillConfig) -> dict[str, float]:
+    """Run (or resume) distillation; returns the last logged metrics."""
+    check(cfg)
+    # --- seeding and setup ---
+    torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    checkpoint = out / "checkpoint"
+    teacher, tokenizer, teacher_meta = load_checkpoint(cfg.teacher, device=cfg.device, dtype=torch.float32)
+    teacher = frozen_copy(teacher)
+    prompt = teacher_meta.get("react_prompt")
+    if not prompt:
+        raise InputError(f"--teacher {cfg.teacher}: its meta has no react_prompt (train it on rollouts with lmgym.training.lm)")
+    profile = prompt_profile(prompt)
+    max_answer = cfg.max_answer_tokens or int(prompt.get("max_new_tokens") or teacher_meta["max_answer_tokens"])
+    records, episodes = load_data(cfg.data)
+    if records or not episodes:
+        raise InputError("--data must hold rollouts (Episode rows) of the teacher, not records")
+    turns, dropped = encode_turns(tokenizer, episodes, profile, max_answer)
+    if not turns:
+        raise InputError(f"no turn fits --max-answer-tokens {max_answer} ({dropped} dropped)")
+    pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
+
+    start_step = 0
+    if cfg.resume and read_meta(checkpoint).get("step") is not None:
+        student, _, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
+        start_step = meta["step"]
+    else:
+        size = student_size(cfg, profile.max_prompt_tokens + max_answer + 8)
+        student = build_model(llama_config(len(tokenizer), size, bidirectional=False, tokenizer=tokenizer), cfg.seed)
+        student = student.to(teacher.device)
+    student.train()
+    params = [p for p in student.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
+    if start_step:
+        load_optimizer_state(checkpoint, optimizer)
+
+    # --- curriculum: examples sorted easy to hard (a pure function of the data and the teacher) ---
+    use_curriculum = cfg.method == "sad" and cfg.curriculum
+    order = list(range(len(turns)))
+    if use_curriculum and start_step < cfg.steps:
+        scores = difficulty_scores([t.trajectory_steps for t in turns], teacher_entropies(teacher, turns, pad_id))
+        order.sort(key=lambda i: (scores[i], i))
+
+    spans = cfg.spans if cfg.method == "sad" else "both"
+    project = cfg.method == "sad" and cfg.projection and spans == "both"
+    meta = {"kind": "ar", "mask_token_id": None, "base_model": None, "train_config": asdict(cfg),
+            "teacher": str(cfg.teacher), "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
+            "parameters": sum(p.numel() for p in student.parameters()), "turns": len(turns),
+            "dropped_for_length": dropped, "max_prompt_tokens": profile.max_prompt_tokens,
+            "max_answer_tokens": max_answer, "react_prompt": prompt}
+
+    def save(step: int) -> None:
+        save_checkpoint(checkpoint, student, tokenizer, {**meta, "step": step}, optimizer)
+
+    # --- training loop ---
+    metrics: dict[str, float] = {}
+    conflicts, tokens, started = 0, 0, time.time()
+    bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
+               disable=cfg.quiet or not sys.stderr.isatty(), desc=f"distill {cfg.method}")
+    report_every = 0 if cfg.quiet or not bar.disable else max(cfg.steps // 10, 1)
+    for step in bar:
+        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)  # batch and samples of step k
+        level = competence(step, cfg.steps, cfg.curriculum_start, cfg.curriculum_steps) if use_curriculum else 1.0
+        pool = max(cfg.batch_size, math.ceil(level * len(order)))
+        chosen = [turns[order[i]] for i in torch.randint(min(pool, len(order)), (cfg.batch_size,), generator=generator).tolist()]
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(cfg, step)
+        if cfg.method == "rkl":
+            sequences = student_samples(student, chosen, pad_id, eos_id, max_answer, generator)
+        else:
+            sequences = [(t.context, t.answer, t.roles) for t in chosen]
+        batch = {k: v.to(student.device) for k, v in collate(sequences, pad_id).items()}
+        logits = student(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]  # (B, T-1, V)
+        if cfg.method != "seqkd":
+            with torch.no_grad():
+                teacher_logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        extra: dict[str, float] = {}
+        optimizer.zero_grad(set_to_none=True)
+        if cfg.method == "seqkd":
+            loss = sequence_kd_loss(logits, batch["input_ids"][:, 1:], batch["answer"])
+            loss.backward()
+        elif cfg.method == "kd":
+            loss = forward_kl(logits, teacher_logits, batch["answer"])
+            loss.backward()
+        elif cfg.method == "rkl":
+            loss = reverse_kl(logits, teacher_logits, batch["answer"])
+            loss.backward()
+        else:
+            loss_reason = forward_kl(logits, teacher_logits, batch["reason"])
+            loss_act = forward_kl(logits, teacher_logits, batch["act"])
+            extra = {"train/loss_reason": loss_reason.item(), "train/loss_act": loss_act.item()}
+            loss = {"both": loss_reason + loss_act, "reason": loss_reason, "act": loss_act}[spans]
+            if project:
+                g_reason = torch.autograd.grad(loss_reason, params, retain_graph=True, allow_unused=True)
+                g_act = torch.autograd.grad(loss_act, params, allow_unused=True)
+                flat = [torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(grads, params)])
+                        for grads in (g_reason, g_act)]
+                combined, conflicted = project_conflicting(*flat)
+                conflicts += conflicted
+                offset = 0
+                for p in params:
+                    p.grad = combined[offset:offset + p.numel()].view_as(p).clone()
+                    offset += p.numel()
+            else:
+                loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+        optimizer.step()
+        tokens += int(batch["answer"].sum())
+        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
+            metrics = {"train/step": step + 1, "train/loss": loss.item(), **extra, "train/lr": learning_rate(cfg, step),
+                       "train/grad_norm": float(grad_norm), "train/competence": level,
+                       "train/conflict_rate": conflicts / (step + 1 - start_step) if project else None,
+                       "train/completion_tokens": tokens,
+                       "time/completion_tokens_per_s": tokens / max(1e-9, time.time() - started)}
+            append_jsonl(out / "metrics.jsonl", metrics)
+            bar.set_postfix(loss=f"{metrics['train/loss']:.3f}")
+        if report_every and ((step + 1) % report_every == 0 or step + 1 == cfg.steps):
+            print(f"distill {cfg.method} step {step + 1}/{cfg.steps}: loss {loss.item():.4f}, "
+                  f"{time.time() - started:.0f} s", flush=True)
+        if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
+            save(step + 1)
+    if start_step < cfg.steps:
+        save(cfg.steps)
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    cfg = tyro.cli(DistillConfig, args=argv, prog="python -m lmgym.training.distill", description=__doc__.split("\n\n")[0])
+    try:
+        metrics = train(cfg)
+    except InputError as error:
+        sys.exit(f"error: {error}")
+    if metrics:
+        print(f"step {metrics['train/step']}: loss {metrics['train/loss']:.4f} -> {Path(cfg.out) / 'checkpoint'}")
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

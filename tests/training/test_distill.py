@@ -1,0 +1,208 @@
+"""Distillation: each loss against TRL's own on the same tensors, PCGrad on hand-made gradients,
+the curriculum, and the trainer (learns, deterministic, resumes exactly, one-line errors)."""
+
+import json
+import math
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+
+from lmgym.agents.lm import REACT_CHECKPOINTS
+from lmgym.benchmarks.report import mcnemar_exact
+from lmgym.errors import InputError
+from lmgym.policies.checkpoints import load_checkpoint, read_meta
+from lmgym.training import distill
+from lmgym.training.transcripts import ACT, REASON
+
+TEACHER = REACT_CHECKPOINTS / "hotpotqa-preact-ar"
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    torch.set_num_threads(1)
+
+
+def trl_generalized_jsd():
+    """TRL's GKD loss (TRL 1.x keeps GKD under trl.experimental, with a warning on import)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            from trl.experimental.gkd import GKDTrainer
+        except ImportError:
+            from trl import GKDTrainer
+    return GKDTrainer.generalized_jsd_loss
+
+
+def logits_and_mask(seed=0, shape=(3, 7, 11)):
+    generator = torch.Generator().manual_seed(seed)
+    student = torch.randn(shape, generator=generator) * 2
+    teacher = torch.randn(shape, generator=generator) * 2
+    mask = torch.rand(shape[:2], generator=generator) < 0.6
+    return student, teacher, mask
+
+
+@pytest.mark.parametrize("beta, ours", [(0.0, distill.forward_kl), (1.0, distill.reverse_kl)])
+def test_the_kl_losses_are_trls_generalized_jsd_at_its_ends(beta, ours):
+    student, teacher, mask = logits_and_mask()
+    labels = torch.where(mask, torch.zeros_like(mask, dtype=torch.long), torch.full_like(mask, -100, dtype=torch.long))
+    theirs = trl_generalized_jsd()(student, teacher, labels=labels, beta=beta, temperature=1.0)
+    assert torch.allclose(ours(student, teacher, mask), theirs, atol=1e-5)
+
+
+def test_forward_and_reverse_kl_by_hand():
+    # two tokens, vocab 2: p_teacher = (0.5, 0.5), p_student = (0.8, 0.2) at the trained token
+    student = torch.log(torch.tensor([[[0.8, 0.2], [0.3, 0.7]]]))
+    teacher = torch.log(torch.tensor([[[0.5, 0.5], [0.9, 0.1]]]))
+    mask = torch.tensor([[True, False]])
+    forward = 0.5 * math.log(0.5 / 0.8) + 0.5 * math.log(0.5 / 0.2)
+    reverse = 0.8 * math.log(0.8 / 0.5) + 0.2 * math.log(0.2 / 0.5)
+    assert distill.forward_kl(student, teacher, mask).item() == pytest.approx(forward, abs=1e-6)
+    assert distill.reverse_kl(student, teacher, mask).item() == pytest.approx(reverse, abs=1e-6)
+    assert distill.forward_kl(teacher, teacher, torch.ones(1, 2, dtype=torch.bool)).item() == pytest.approx(0, abs=1e-7)
+
+
+def test_sequence_kd_is_the_cross_entropy_of_the_masked_targets():
+    student, _, mask = logits_and_mask()
+    targets = torch.randint(11, mask.shape, generator=torch.Generator().manual_seed(1))
+    expected = torch.nn.functional.cross_entropy(student[mask], targets[mask])
+    assert torch.allclose(distill.sequence_kd_loss(student, targets, mask), expected, atol=1e-6)
+
+
+def test_pcgrad_removes_the_conflicting_components_of_hand_made_gradients():
+    g_reason, g_act = torch.tensor([1.0, 0.0]), torch.tensor([-1.0, 1.0])
+    combined, conflicted = distill.project_conflicting(g_reason, g_act)
+    # g_reason - (-1 / 2) g_act = (0.5, 0.5); g_act - (-1 / 1) g_reason = (0, 1)
+    assert conflicted and torch.allclose(combined, torch.tensor([0.5, 1.5]))
+    # neither projected part increases the other loss to first order
+    assert torch.dot(torch.tensor([0.5, 0.5]), g_act) == 0 and torch.dot(torch.tensor([0.0, 1.0]), g_reason) == 0
+    # the plain sum (0, 1) would not move along g_reason at all; the projection keeps progress on both
+    assert torch.dot(combined, g_reason) > 0 and torch.dot(combined, g_act) > 0
+    agreeing, conflicted = distill.project_conflicting(torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0]))
+    assert not conflicted and torch.equal(agreeing, torch.tensor([4.0, 1.0]))
+
+
+def test_curriculum_scores_rank_length_and_uncertainty_and_competence_grows_to_one():
+    scores = distill.difficulty_scores([2, 2, 5, 9], [0.1, 0.9, 0.5, 2.0])
+    assert scores[3] == 1.0  # the longest trajectory and the most uncertain teacher
+    assert scores[0] == pytest.approx((0.5 / 3 + 0) / 2)  # tied shortest (mean rank 0.5 of 3), surest
+    assert scores[0] < scores[1] and scores[2] > scores[0]
+    assert distill.difficulty_scores([3, 3], [1.0, 1.0]) == [0.5, 0.5]  # ties share their rank
+    levels = [distill.competence(step, 100, 0.25, 0.5) for step in range(100)]
+    assert levels[0] == pytest.approx(0.25) and levels[50] == 1.0 and levels[-1] == 1.0
+    assert all(a <= b for a, b in zip(levels, levels[1:]))
+
+
+def test_mcnemar_exact_p_values():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(6, 0) == pytest.approx(2 / 64)
+    assert mcnemar_exact(3, 5) == mcnemar_exact(5, 3) == pytest.approx(2 * (1 + 8 + 28 + 56) / 256)
+
+
+def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_hotpotqa_file):
+    from lmgym.agents.prompts import PromptProfile
+    from lmgym.rollouts import read_episodes
+
+    _, tokenizer, meta = load_checkpoint(TEACHER)
+    episodes = list(read_episodes(teacher_hotpotqa_file))
+    turns, dropped = distill.encode_turns(tokenizer, episodes, PromptProfile(max_prompt_tokens=320), 104)
+    assert len(turns) + dropped == sum(len(e.steps) for e in episodes) and turns
+    first = turns[0]
+    assert first.answer[-1] == tokenizer.eos_token_id and first.roles[-1] == ACT
+    assert REASON in first.roles and set(first.roles) <= {REASON, ACT}
+    reason = tokenizer.decode([t for t, r in zip(first.answer, first.roles) if r == REASON])
+    assert reason.startswith("Thought:") and episodes[0].steps[0].reasoning.split()[0] in reason
+    batch = distill.collate([(t.context, t.answer, t.roles) for t in turns[:3]], tokenizer.pad_token_id)
+    assert int(batch["answer"].sum()) == sum(len(t.answer) for t in turns[:3])
+    assert torch.equal(batch["answer"], batch["reason"] | batch["act"]) and not (batch["reason"] & batch["act"]).any()
+
+
+def config(data, out, **overrides):
+    base = dict(teacher=str(TEACHER), data=(str(data),), out=str(out), hidden_size=16, num_layers=1, num_heads=2,
+                steps=4, batch_size=4, warmup=1, log_every=1, quiet=True)
+    return distill.DistillConfig(**{**base, **overrides})
+
+
+def losses_of(out):
+    return [json.loads(line)["train/loss"] for line in (out / "metrics.jsonl").open()]
+
+
+def test_sad_learns_both_spans_on_a_tiny_budget(teacher_hotpotqa_file, tmp_path):
+    metrics = distill.train(config(teacher_hotpotqa_file, tmp_path / "sad", steps=40, hidden_size=32, lr=1e-2))
+    rows = [json.loads(line) for line in (tmp_path / "sad" / "metrics.jsonl").open()]
+    for key in ("train/loss_reason", "train/loss_act"):
+        assert sum(r[key] for r in rows[-5:]) < 0.7 * sum(r[key] for r in rows[:5]), key
+    assert 0 <= metrics["train/conflict_rate"] <= 1 and metrics["train/competence"] == 1.0
+    meta = read_meta(tmp_path / "sad" / "checkpoint")
+    assert meta["react_prompt"] == read_meta(TEACHER)["react_prompt"] and meta["parameters"] < meta["teacher_parameters"]
+
+
+@pytest.mark.parametrize("method, divergence", [("seqkd", "forward_kl"), ("kd", "forward_kl"), ("rkl", "reverse_kl")])
+def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotpotqa_file, tmp_path):
+    # its divergence to the teacher before and after 25 steps: forward KL on the teacher's turns,
+    # reverse KL on the student's own samples from the same prompts (rkl's loss draws fresh ones each step)
+    from lmgym.agents.prompts import PromptProfile
+    from lmgym.policies.models import build_model, llama_config
+    from lmgym.rollouts import read_episodes
+
+    cfg = config(teacher_hotpotqa_file, tmp_path / method, method=method, steps=25, hidden_size=32, lr=1e-2)
+    distill.train(cfg)
+    teacher, tokenizer, _ = load_checkpoint(TEACHER, dtype=torch.float32)
+    turns, _ = distill.encode_turns(tokenizer, read_episodes(teacher_hotpotqa_file), PromptProfile(max_prompt_tokens=320), 104)
+    batch = distill.collate([(t.context, t.answer, t.roles) for t in turns], tokenizer.pad_token_id)
+    trained = load_checkpoint(tmp_path / method / "checkpoint", dtype=torch.float32)[0]
+    fresh = build_model(llama_config(len(tokenizer), distill.student_size(cfg, 432), bidirectional=False, tokenizer=tokenizer), 0)
+
+    def divergence_of(model):
+        scored = batch
+        if method == "rkl":  # what it minimises: the reverse KL on its own samples (fixed sampling seed)
+            samples = distill.student_samples(model, turns, tokenizer.pad_token_id, tokenizer.eos_token_id, 104,
+                                              torch.Generator().manual_seed(0))
+            scored = distill.collate(samples, tokenizer.pad_token_id)
+        with torch.no_grad():
+            logits = [m(scored["input_ids"], attention_mask=scored["attention_mask"]).logits[:, :-1] for m in (model, teacher)]
+        return getattr(distill, divergence)(*logits, scored["answer"]).item()
+
+    assert divergence_of(trained) < 0.7 * divergence_of(fresh)
+
+
+def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teacher_hotpotqa_file, tmp_path, monkeypatch):
+    distill.train(config(teacher_hotpotqa_file, tmp_path / "a", steps=6))
+    distill.train(config(teacher_hotpotqa_file, tmp_path / "b", steps=6))
+    a = load_checkpoint(tmp_path / "a" / "checkpoint")[0].state_dict()
+    b = load_checkpoint(tmp_path / "b" / "checkpoint")[0].state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    schedule = distill.learning_rate
+
+    def interrupted(cfg, step):
+        if step == 4:
+            raise KeyboardInterrupt
+        return schedule(cfg, step)
+
+    monkeypatch.setattr(distill, "learning_rate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
+    assert read_meta(tmp_path / "cut" / "checkpoint")["step"] == 3
+    monkeypatch.setattr(distill, "learning_rate", schedule)
+    distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
+    resumed = load_checkpoint(tmp_path / "cut" / "checkpoint")[0].state_dict()
+    assert all(torch.allclose(a[k], resumed[k], atol=1e-6) for k in a)
+
+
+def test_bad_input_is_one_line(teacher_hotpotqa_file, tmp_path):
+    with pytest.raises(InputError, match="not a model folder"):
+        distill.train(config(teacher_hotpotqa_file, tmp_path, teacher=str(tmp_path)))
+    with pytest.raises(InputError, match="options of --method sad"):
+        distill.train(config(teacher_hotpotqa_file, tmp_path, method="kd", spans="reason"))
+    result = subprocess.run([sys.executable, "-m", "lmgym.training.distill", "--teacher", str(tmp_path),
+                             "--data", str(teacher_hotpotqa_file)], capture_output=True, text=True)
+    assert result.returncode != 0 and result.stderr.strip().count("\n") == 0 and "not a model folder" in result.stderr
+
+
+def test_help_lists_the_config_fields():
+    result = subprocess.run([sys.executable, "-m", "lmgym.training.distill", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0
+    for text in ("--method", "--projection", "--no-curriculum", "--spans", "PCGrad"):
+        assert text in result.stdout, text
