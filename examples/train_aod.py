@@ -1,0 +1,62 @@
+"""Train AoD's RL prompt optimiser on PromptEdit: MaskablePPO over the edit library, per task, with
+and without the judge's words in its observation (``aod-ppo`` and its ``aod-scalar`` ablation).
+
+Each run is ``lmgym train ppo lmgym/PromptEdit-<Task>-v0`` (`lmgym.training.ppo`): episodes of
+T = 8 edits on training seeds (``--seed 1_000_000``: env i of the run resets with seeds from
+1_000_000 + i on), the env's text as token ids read by the DRRN-style slot scorer
+(`lmgym.policies.sb3`), the frozen generator writing ``--batch-size`` records per edit. The
+scalar variant sets ``show_feedback=False``: the same observation without the feedback lines.
+
+    python examples/train_aod.py --out runs/aod --install
+    python examples/train_aod.py --tasks SuperNI --variants ppo --steps 256
+
+``--install`` copies each ``model.zip`` and ``encoder.json`` to
+``lmgym/policies/checkpoints/aod/<variant>-<Task>/``, where `lmgym.agents.aod` finds them.
+
+Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
+"""
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+from lmgym.agents.aod import POLICY_CHECKPOINTS
+from lmgym.agents.ppo_agent import ENCODER_FILE
+from lmgym.envs.promptedit.tasks import LOADERS
+from lmgym.training.ppo import PPOConfig, train
+
+TRAIN_SEEDS_FROM = 1_000_000
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--out", default="runs/aod")
+parser.add_argument("--tasks", nargs="*", default=sorted(LOADERS))
+parser.add_argument("--variants", nargs="*", default=["ppo", "scalar"], choices=["ppo", "scalar"])
+parser.add_argument("--steps", type=int, default=384, help="env steps (edits) per run, one generator call each")
+parser.add_argument("--n-steps", type=int, default=64, help="rollout length per env between PPO updates")
+parser.add_argument("--batch-size", type=int, default=8, help="records per generated batch")
+parser.add_argument("--max-tokens", type=int, default=256, help="observation tokens the policy reads")
+parser.add_argument("--generator", default=None, help="generator entry point (default: the env's, the frozen MDLM)")
+parser.add_argument("--install", action="store_true", help=f"copy the policies under {POLICY_CHECKPOINTS}")
+args = parser.parse_args()
+
+for task in args.tasks:
+    for variant in args.variants:
+        env_kwargs = {"batch_size": args.batch_size, "show_feedback": variant == "ppo"}
+        if args.generator:
+            env_kwargs["generator"] = args.generator
+        out = Path(args.out) / f"{variant}-{task}"
+        start = time.perf_counter()
+        result = train(PPOConfig(
+            env_id=f"lmgym/PromptEdit-{task}-v0", env_kwargs=json.dumps(env_kwargs), steps=args.steps,
+            seed=TRAIN_SEEDS_FROM, num_envs=1, max_tokens=args.max_tokens, action_tokens=24,
+            n_steps=args.n_steps, batch_size=args.n_steps, learning_rate=1e-3, gamma=0.9, ent_coef=0.01,
+            out=str(out), checkpoint_every=0, eval_episodes=0, quiet=True))
+        print(f"{variant}-{task}: {result['timesteps']} steps, {result['training_episodes']} episodes, "
+              f"{time.perf_counter() - start:.0f} s -> {out}", flush=True)
+        if args.install:
+            target = POLICY_CHECKPOINTS / f"{variant}-{task}"
+            target.mkdir(parents=True, exist_ok=True)
+            for name in ("model.zip", ENCODER_FILE, "learning_curve.csv", "config.json"):
+                shutil.copy2(out / name, target / name)
