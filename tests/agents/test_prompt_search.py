@@ -98,6 +98,16 @@ def test_every_method_spends_exactly_what_it_reports_and_never_more_than_its_bud
     assert decision.extra["curve"][-1][0] == generated
 
 
+def test_a_search_whose_editor_only_writes_refused_edits_ends(env):
+    class Refused(ScriptedEditor):
+        def write(self, contexts, seed):
+            super().write(contexts, seed)
+            return ["not an edit"] * len(contexts)
+
+    decision, generated = run(OPRO(budget=8, editor=Refused()), env)
+    assert generated == 1 and decision.action == f"replace prompt: {env.task.initial_prompt}"
+
+
 def test_static_spends_nothing_and_submits_the_starting_prompt(env):
     decision, generated = run(StaticPrompt(budget=64), env)
     assert generated == 0 and decision.action == f"replace prompt: {env.task.initial_prompt}"
@@ -204,6 +214,7 @@ def test_roulette_and_crossover():
     picks = [roulette(np.array([0.0, 1.0, 0.0]), rng, 1)[0] for _ in range(20)]
     assert set(picks) == {1}
     assert len(set(roulette(np.zeros(4), rng, 2))) == 2  # all zero: uniform, distinct
+    assert roulette(np.array([0.5]), rng, 2) == [0, 0]  # a population of one: both parents are it
     child = sentence_crossover("Task. A. B.", "Task. B. C.", np.random.default_rng(1))
     assert child.startswith("Task.") and "B." in child  # the shared sentence always survives
 
@@ -235,3 +246,14 @@ def test_the_agents_run_in_a_benchmark_spec_with_exact_calls(tmp_path):
     calls = {r["key"]: json.loads(r["steps"][0]["agent_json"])["generator_calls"] for r in rows}
     assert {k.split("|")[1] for k, v in calls.items() if v == 0} == {"static"}
     assert all(v == 3 for k, v in calls.items() if "|random|" in k)
+
+
+@pytest.mark.parametrize("folder", ["tiny_ar_folder", "tiny_mdlm_folder"])
+def test_the_editor_runs_on_an_autoregressive_or_a_diffusion_folder(request, folder):
+    from lmgym.agents.prompt_search.editor import LMEditor
+
+    path = str(request.getfixturevalue(folder))
+    contexts = [edit_context("a task", "Write a record."), edit_context("a task", "Write.", feedback="2 of 4 records miss the field output.")]
+    first = LMEditor(path, max_new_tokens=8).write(contexts, seed=5)
+    assert len(first) == 2 and all(isinstance(e, str) and "\n" not in e for e in first)
+    assert LMEditor(path, max_new_tokens=8).write(contexts, seed=5) == first  # a function of its seed

@@ -36,7 +36,7 @@ from lmgym.errors import InputError
 SEED_BOUND = 2**31 - 1
 #: Requests answered from memory in a row after which a search is stuck (its operators keep
 #: proposing prompts already judged) and ends, as when its budget is spent.
-MAX_REPEATS = 500
+MAX_REPEATS = 32
 
 
 class BudgetSpent(Exception):

@@ -62,10 +62,10 @@ class EvoPromptGA(EvolutionarySearch):
 
 
 def roulette(scores: np.ndarray, rng: np.random.Generator, count: int) -> list[int]:
-    """`count` distinct indices drawn with probability proportional to score (uniform when all
-    scores are 0): roulette-wheel selection."""
+    """`count` indices drawn with probability proportional to score (uniform when all scores are
+    0): roulette-wheel selection, distinct while the population has enough members."""
     weights = np.clip(scores, 0, None) + 1e-12
-    return [int(i) for i in rng.choice(len(scores), size=count, replace=False, p=weights / weights.sum())]
+    return [int(i) for i in rng.choice(len(scores), size=count, replace=count > len(scores), p=weights / weights.sum())]
 
 
 def donor_difference(first: str, second: str) -> list[str]:
