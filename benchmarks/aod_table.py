@@ -163,13 +163,17 @@ def main() -> None:
     parser.add_argument("--spec", default="benchmarks/specs/aod.yaml")
     parser.add_argument("--out", default="runs/aod_bench")
     parser.add_argument("--no-run", action="store_true", help="only tabulate what --out holds")
+    parser.add_argument("--parts", nargs="*", default=[],
+                        help="with --no-run: run folders of parts of the spec (lmgym bench SPEC --agents ... --out PART) "
+                             "to tabulate together, written into --out")
     parser.add_argument("--backend", default="processes", choices=("inprocess", "processes", "ray"))
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     spec, out = load_spec(args.spec), Path(args.out)
     if not args.no_run:
         run_benchmark(spec, out, backend=args.backend, workers=args.workers, plots=False)
-    records = episode_records(out)
+    records = [r for folder in (args.parts or [out]) for r in episode_records(Path(folder))]
+    out.mkdir(parents=True, exist_ok=True)
     order = [a.name for a in spec.agents]
     cells, comparisons = table(records), paired(records)
     atomic_write_json(out / "aod_table.json", {"cells": cells, "comparisons": comparisons})

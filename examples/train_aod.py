@@ -1,5 +1,6 @@
-"""Train AoD's RL prompt optimiser on PromptEdit: MaskablePPO over the edit library, per task, with
-and without the judge's words in its observation (``aod-ppo`` and its ``aod-scalar`` ablation).
+"""Train AoD's prompt optimisers on PromptEdit: MaskablePPO over the edit library per task, with and
+without the judge's words in its observation (``aod-ppo``, ``aod-scalar``), and the editor's
+policy gradient (``aod-editor``).
 
 Each run is ``lmgym train ppo lmgym/PromptEdit-<Task>-v0`` (`lmgym.training.ppo`): episodes of
 T = 8 edits on training seeds (``--seed 1_000_000``: env i of the run resets with seeds from
@@ -12,6 +13,9 @@ scalar variant sets ``show_feedback=False``: the same observation without the fe
 
 ``--install`` copies each ``model.zip`` and ``encoder.json`` to
 ``lmgym/policies/checkpoints/aod/<variant>-<Task>/``, where `lmgym.agents.aod` finds them.
+``--pg-iterations N`` then trains the tiny editor (examples/train_aod_editor.py) for N
+iterations of `lmgym.training.pg` on training seeds, all tasks in turn; ``--install`` writes it
+to ``lmgym/policies/checkpoints/aod_editor_pg`` (the editor named ``tiny-pg``).
 
 Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
 """
@@ -23,8 +27,12 @@ import time
 from pathlib import Path
 
 from lmgym.agents.aod import POLICY_CHECKPOINTS
+from lmgym.agents.prompt_search.editor import EDITORS
 from lmgym.agents.ppo_agent import ENCODER_FILE
 from lmgym.envs.promptedit.tasks import LOADERS
+from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.training.pg import PGConfig
+from lmgym.training.pg import train as train_pg
 from lmgym.training.ppo import PPOConfig, train
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -38,6 +46,8 @@ parser.add_argument("--n-steps", type=int, default=32, help="rollout length per 
 parser.add_argument("--batch-size", type=int, default=8, help="records per generated batch")
 parser.add_argument("--max-tokens", type=int, default=256, help="observation tokens the policy reads")
 parser.add_argument("--generator", default=None, help="generator entry point (default: the env's, the frozen MDLM)")
+parser.add_argument("--pg-iterations", type=int, default=0, help="policy-gradient iterations of the editor (0: none)")
+parser.add_argument("--pg-group", type=int, default=4, help="edits sampled per state")
 parser.add_argument("--install", action="store_true", help=f"copy the policies under {POLICY_CHECKPOINTS}")
 args = parser.parse_args()
 
@@ -60,3 +70,13 @@ for task in args.tasks:
             target.mkdir(parents=True, exist_ok=True)
             for name in ("model.zip", ENCODER_FILE, "learning_curve.csv", "config.json"):
                 shutil.copy2(out / name, target / name)
+
+if args.pg_iterations:
+    out = Path(args.out) / "editor-pg"
+    start = time.perf_counter()
+    row = train_pg(PGConfig(editor=EDITORS["tiny"], out=str(out), tasks=tuple(args.tasks), iterations=args.pg_iterations,
+                            group=args.pg_group, batch_size=args.batch_size, generator=args.generator,
+                            seed=TRAIN_SEEDS_FROM))
+    print(f"editor-pg: {row} in {time.perf_counter() - start:.0f} s -> {out}", flush=True)
+    if args.install:
+        install_checkpoint(out / "checkpoint", EDITORS["tiny-pg"], half=False)

@@ -93,8 +93,12 @@ class LMEditor:
         self.backend.close()
 
 
+_CHECKPOINTS = Path(__file__).resolve().parents[2] / "policies" / "checkpoints"
 #: The tiny editor trained here on edit demonstrations (examples/train_aod_editor.py --install).
-DEFAULT_EDITOR = str(Path(__file__).resolve().parents[2] / "policies" / "checkpoints" / "aod_editor")
+DEFAULT_EDITOR = str(_CHECKPOINTS / "aod_editor")
+#: Editors by short name: the tiny editor as trained on demonstrations, and after the policy
+#: gradient of `lmgym.training.pg` (examples/train_aod.py --editor-pg ... --install).
+EDITORS = {"tiny": DEFAULT_EDITOR, "tiny-pg": str(_CHECKPOINTS / "aod_editor_pg")}
 
 
 @functools.lru_cache(maxsize=4)
@@ -108,8 +112,8 @@ class EditorSearchAgent(PromptSearchAgent):
 
     Args:
         budget: generator calls.
-        editor: the editor model (default `DEFAULT_EDITOR`; ``"smollm2"``; any backend folder),
-            or an `Editor` object.
+        editor: the editor model: a name of `EDITORS` (``"tiny"``, the default, or ``"tiny-pg"``),
+            ``"smollm2"``, any backend folder (AR, masked-diffusion, LLaDA-style), or an `Editor` object.
         temperature: the editor's sampling temperature.
     """
 
@@ -119,7 +123,8 @@ class EditorSearchAgent(PromptSearchAgent):
         if editor is not None and not isinstance(editor, str):  # a ready Editor object
             self.editor = editor
         else:
-            self.editor = shared_editor(str(editor or DEFAULT_EDITOR), float(temperature), int(max_new_tokens))
+            name = str(editor or DEFAULT_EDITOR)
+            self.editor = shared_editor(EDITORS.get(name, name), float(temperature), int(max_new_tokens))
 
     def propose(self, prompts: Sequence[str], *, feedback: Sequence[str | None] | None = None,
                 instructions: Sequence[str | None] | None = None,
