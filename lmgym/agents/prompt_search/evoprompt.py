@@ -22,6 +22,7 @@ import numpy as np
 from lmgym.agents.prompt_search.base import PromptEvaluator, draw_seeds, sentence_crossover
 from lmgym.agents.prompt_search.editor import EditorSearchAgent
 from lmgym.envs.promptedit.edits import split_sentences
+from lmgym.errors import InputError
 
 POPULATION = 10  # EvoPrompt's default population size
 
@@ -76,6 +77,11 @@ def donor_difference(first: str, second: str) -> list[str]:
 
 class EvoPromptDE(EvolutionarySearch):
     name = "evoprompt-de"
+
+    def __init__(self, budget: int = 32, population: int = POPULATION, **editor_kwargs):
+        if int(population) < 3:
+            raise InputError(f"evoprompt-de needs a population of at least 3 (a member and two donors), got {population}")
+        super().__init__(budget, population, **editor_kwargs)
 
     def search(self, evaluator: PromptEvaluator, start: str, rng: np.random.Generator) -> str:
         [seed] = draw_seeds(rng, 1)
