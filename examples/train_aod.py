@@ -51,6 +51,25 @@ parser.add_argument("--pg-group", type=int, default=4, help="edits sampled per s
 parser.add_argument("--install", action="store_true", help=f"copy the policies under {POLICY_CHECKPOINTS}")
 args = parser.parse_args()
 
+
+def without_optimizer_state(source: Path, target: Path) -> None:
+    """Copy an SB3 model.zip with an empty Adam state (two thirds of its bytes): what an agent
+    needs to act, as `install_checkpoint` drops the optimizer of LM checkpoints."""
+    import io
+    import zipfile
+
+    import torch
+
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as new:
+        for item in old.infolist():
+            data = old.read(item)
+            if item.filename == "policy.optimizer.pth":
+                state = torch.load(io.BytesIO(data), weights_only=False)
+                buffer = io.BytesIO()
+                torch.save({"state": {}, "param_groups": state["param_groups"]}, buffer)
+                data = buffer.getvalue()
+            new.writestr(item, data)
+
 for task in args.tasks:
     for variant in args.variants:
         env_kwargs = {"batch_size": args.batch_size, "show_feedback": variant == "ppo"}
@@ -68,8 +87,9 @@ for task in args.tasks:
         if args.install:
             target = POLICY_CHECKPOINTS / f"{variant}-{task}"
             target.mkdir(parents=True, exist_ok=True)
-            for name in ("model.zip", ENCODER_FILE, "learning_curve.csv", "config.json"):
+            for name in (ENCODER_FILE, "learning_curve.csv", "config.json"):
                 shutil.copy2(out / name, target / name)
+            without_optimizer_state(out / "model.zip", target / "model.zip")
 
 if args.pg_iterations:
     out = Path(args.out) / "editor-pg"
