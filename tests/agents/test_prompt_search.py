@@ -257,3 +257,42 @@ def test_the_editor_runs_on_an_autoregressive_or_a_diffusion_folder(request, fol
     first = LMEditor(path, max_new_tokens=8).write(contexts, seed=5)
     assert len(first) == 2 and all(isinstance(e, str) and "\n" not in e for e in first)
     assert LMEditor(path, max_new_tokens=8).write(contexts, seed=5) == first  # a function of its seed
+
+
+@pytest.fixture(scope="module")
+def tiny_policies(tmp_path_factory):
+    """MaskablePPO policies after 8 steps on SuperNI with the stand-in generator, with and without feedback."""
+    from lmgym.training.ppo import PPOConfig, train
+
+    out = tmp_path_factory.mktemp("aod_policies")
+    for variant, show in (("ppo", True), ("scalar", False)):
+        train(PPOConfig(env_id="lmgym/PromptEdit-SuperNI-v0", steps=8, n_steps=8, batch_size=8, num_envs=1,
+                        env_kwargs=json.dumps({"batch_size": 4, "show_feedback": show, "generator": RULES}),
+                        max_tokens=64, action_tokens=8, out=str(out / f"{variant}-SuperNI"), checkpoint_every=0,
+                        eval_episodes=0, quiet=True))
+    return out
+
+
+def test_aod_policies_spend_the_budget_and_only_aod_ppo_reads_the_feedback(env, tiny_policies, monkeypatch):
+    from lmgym.agents.aod import AoDPolicy, AoDScalar
+    from lmgym.agents.ppo_agent import PPOAgent
+
+    seen = []
+    original = PPOAgent.decide
+    monkeypatch.setattr(PPOAgent, "decide", lambda self, observation, info: seen.append(observation) or original(self, observation, info))
+    for agent_class, variant in ((AoDPolicy, "ppo"), (AoDScalar, "scalar")):
+        seen.clear()
+        agent = agent_class(budget=5, path=str(tiny_policies / f"{variant}-{{task}}" / "model.zip"))
+        decision, generated = run(agent, env)
+        assert generated == decision.extra["generator_calls"] == 5 and seen
+        assert all(("Feedback:" in o) == (variant == "ppo") for o in seen)
+        assert all("Prompt: " in o and "Samples:" in o for o in seen)
+
+
+def test_aod_editor_reads_the_feedback_of_its_last_batch(env):
+    from lmgym.agents.aod import AoDEditor
+
+    agent = AoDEditor(budget=4, editor=ScriptedEditor())
+    decision, generated = run(agent, env)
+    assert generated == 4 and len(agent.editor.contexts) >= 3
+    assert all("Feedback: " in c for c in agent.editor.contexts)
