@@ -172,7 +172,12 @@ def main() -> None:
     spec, out = load_spec(args.spec), Path(args.out)
     if not args.no_run:
         run_benchmark(spec, out, backend=args.backend, workers=args.workers, plots=False)
-    records = [r for folder in (args.parts or [out]) for r in episode_records(Path(folder))]
+    records, seen = [], set()
+    for folder in args.parts or [out]:  # parts that overlap: the first folder's episode counts
+        for record in episode_records(Path(folder)):
+            if (record["env"], record["agent"], record["episode"]) not in seen:
+                seen.add((record["env"], record["agent"], record["episode"]))
+                records.append(record)
     out.mkdir(parents=True, exist_ok=True)
     order = [a.name for a in spec.agents]
     cells, comparisons = table(records), paired(records)
