@@ -17,11 +17,12 @@ scalar variant sets ``show_feedback=False``: the same observation without the fe
 iterations of `lmgym.training.pg` on training seeds, all tasks in turn; ``--install`` writes it
 to ``lmgym/policies/checkpoints/aod_editor_pg`` (the editor named ``tiny-pg``).
 
-Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
+Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --pg-iterations 1 --pg-group 2 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
 """
 
 import argparse
 import json
+from dataclasses import asdict
 import shutil
 import time
 from pathlib import Path
@@ -94,9 +95,11 @@ for task in args.tasks:
 if args.pg_iterations:
     out = Path(args.out) / "editor-pg"
     start = time.perf_counter()
-    row = train_pg(PGConfig(editor=EDITORS["tiny"], out=str(out), tasks=tuple(args.tasks), iterations=args.pg_iterations,
-                            group=args.pg_group, batch_size=args.batch_size, generator=args.generator,
-                            seed=TRAIN_SEEDS_FROM))
+    pg_config = PGConfig(editor=EDITORS["tiny"], out=str(out), tasks=tuple(args.tasks), iterations=args.pg_iterations,
+                         group=args.pg_group, batch_size=args.batch_size, generator=args.generator, seed=TRAIN_SEEDS_FROM)
+    row = train_pg(pg_config)
+    row_config = {k: v for k, v in asdict(pg_config).items() if k != "out"}
     print(f"editor-pg: {row} in {time.perf_counter() - start:.0f} s -> {out}", flush=True)
     if args.install:
-        install_checkpoint(out / "checkpoint", EDITORS["tiny-pg"], half=False)
+        meta = {"pg_config": {**row_config, "editor": "tiny"}}  # no local paths in an installed meta
+        install_checkpoint(out / "checkpoint", EDITORS["tiny-pg"], half=False, meta=meta)
