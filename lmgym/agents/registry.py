@@ -20,6 +20,19 @@ AGENTS: dict[str, str] = {
     "lm": "lmgym.agents.lm:LMAgent",
     "preact": "lmgym.agents.preact:PReActAgent",
     "dllm-react": "lmgym.agents.preact:DiffusionReActAgent",
+    # PromptEdit prompt search at a budget of generator calls (lmgym.agents.prompt_search, lmgym.agents.aod);
+    # specs name random-edits "random" ({name: random, kind: random-edits}): the generic random agent knows no budget
+    "static": "lmgym.agents.prompt_search.simple:StaticPrompt",
+    "random-edits": "lmgym.agents.prompt_search.simple:RandomEdits",
+    "hill-climb": "lmgym.agents.prompt_search.simple:HillClimb",
+    "evoprompt-ga": "lmgym.agents.prompt_search.evoprompt:EvoPromptGA",
+    "evoprompt-de": "lmgym.agents.prompt_search.evoprompt:EvoPromptDE",
+    "promptbreeder": "lmgym.agents.prompt_search.promptbreeder:PromptBreeder",
+    "opro": "lmgym.agents.prompt_search.opro:OPRO",
+    "gepa": "lmgym.agents.prompt_search.gepa:GEPA",
+    "aod-editor": "lmgym.agents.aod:AoDEditor",
+    "aod-ppo": "lmgym.agents.aod:AoDPolicy",
+    "aod-scalar": "lmgym.agents.aod:AoDScalar",
 }
 
 

@@ -47,7 +47,8 @@ class PromptEditEnv(TextEnv):
     `EditLibraryActions` wraps the env with a ``Discrete`` edit library and ``action_masks()``.
 
     ## Observation Space
-    Text: the task line, the current prompt, the judge's last feedback and ``num_samples``
+    Text: the task line, the current prompt, the judge's last feedback (unless
+    ``show_feedback=False``) and ``num_samples``
     sample records (each cut to 300 characters), then a one-line reminder of the grammar.
 
     ## Info
@@ -82,7 +83,9 @@ class PromptEditEnv(TextEnv):
     task) with ``generator_kwargs``, ``embedder`` /
     ``language_model`` / ``rubric_judge`` (entry points with ``*_kwargs``; defaults: hashed
     n-gram TF-IDF, trigram LM on the train split, rule-based rubric), ``batch_size`` (16),
-    ``num_samples`` (3), ``reference_split`` ("held_out").
+    ``num_samples`` (3), ``reference_split`` ("held_out"), ``show_feedback`` (True; False leaves
+    the judge's words out of the observation, AoD's scalar-reward ablation; ``info["feedback"]``
+    still has them).
 
     ## Version History
     * v0: initial release.
@@ -108,6 +111,7 @@ class PromptEditEnv(TextEnv):
         batch_size: int = 16,
         num_samples: int = 3,
         reference_split: str = "held_out",
+        show_feedback: bool = True,
         render_mode: str | None = None,
     ):
         super().__init__(render_mode=render_mode, max_observation_length=8_000)
@@ -115,6 +119,7 @@ class PromptEditEnv(TextEnv):
             raise ValueError(f"batch_size must be at least 2 (diversity needs pairs), got {batch_size}")
         self._init_kwargs = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         self.task_name, self.batch_size, self.num_samples = task, batch_size, num_samples
+        self.show_feedback = show_feedback
         self.task = load_task(task)
         self.library = EditLibrary(self.task)
         self.generator = resolve(generator or DEFAULT_GENERATOR, generator_kwargs, context={"task": self.task})
@@ -172,11 +177,8 @@ class PromptEditEnv(TextEnv):
         self.verdict, self.samples = self.evaluate(self.prompt, int(self.np_random.integers(2**31 - 1)))
 
     def _observe(self, message: str) -> str:
-        samples = "\n".join(f"{k + 1}. {' '.join(s.split())[:SAMPLE_CHARS]}" for k, s in enumerate(self.samples[: self.num_samples]))
-        parts = [message] if message else []
-        parts += [f"Task: {self.goal}", f"Prompt: {self.prompt}", f"Feedback:\n{self.verdict.feedback}",
-                  f"Samples:\n{samples}", EDIT_HELP]
-        return "\n".join(parts)
+        return render_observation(self.goal, self.prompt, self.verdict.feedback if self.show_feedback else None,
+                                  self.samples[: self.num_samples], message)
 
     def _info(self, action_valid: bool) -> dict[str, Any]:
         verdict = self.verdict
@@ -192,6 +194,18 @@ class PromptEditEnv(TextEnv):
             "rubric": dict(verdict.answers),
             "score": float(verdict.reward),
         }
+
+
+def render_observation(goal: str, prompt: str, feedback: str | None, samples: list[str], message: str = "") -> str:
+    """The observation text: the edit's message, the task, the prompt, the judge's feedback
+    (left out when None: the scalar-reward ablation of AoD) and the sample records."""
+    shown = "\n".join(f"{k + 1}. {' '.join(s.split())[:SAMPLE_CHARS]}" for k, s in enumerate(samples))
+    parts = [message] if message else []
+    parts += [f"Task: {goal}", f"Prompt: {prompt}"]
+    if feedback is not None:
+        parts.append(f"Feedback:\n{feedback}")
+    parts += [f"Samples:\n{shown}", EDIT_HELP]
+    return "\n".join(parts)
 
 
 class EditLibraryActions(gym.ActionWrapper):

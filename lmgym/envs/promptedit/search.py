@@ -26,25 +26,28 @@ class ClimbResult:
 
 
 def greedy_hill_climb(env: PromptEditEnv, start_prompt: str, steps: int, search_seed: int,
-                      progress: Callable[[str], None] | None = None) -> ClimbResult:
+                      progress: Callable[[str], None] | None = None,
+                      judge: Callable[[str, int], float] | None = None) -> ClimbResult:
     """Climb from `start_prompt` with at most `steps` library edits (see the module docstring).
 
     `progress`, when given, receives one line per judged candidate and per step taken (each
-    candidate costs a generator call: seconds with the default diffusion generator).
+    candidate costs a generator call: seconds with the default diffusion generator). `judge`
+    (prompt, seed) -> reward replaces ``env.evaluate`` (a budgeted evaluator of
+    `lmgym.agents.prompt_search`, which may stop the climb by raising).
     """
     say = progress or (lambda line: None)
+    judge = judge or (lambda text, seed: env.evaluate(text, seed)[0].reward)
     prompt = start_prompt
-    best, _ = env.evaluate(prompt, search_seed)
-    result = ClimbResult(prompt, best.reward, evaluations=1)
+    result = ClimbResult(prompt, judge(prompt, search_seed), evaluations=1)
     for _ in range(steps):
         candidates = []
         commands = env.library.admissible_commands(prompt)  # sorted: ties break the same way every run
         for k, command in enumerate(commands, start=1):
             candidate = apply_edit(prompt, command).prompt
-            verdict, _ = env.evaluate(candidate, search_seed)
+            reward = judge(candidate, search_seed)
             result.evaluations += 1
-            candidates.append((verdict.reward, command, candidate))
-            say(f"  step {len(result.edits) + 1}, candidate {k}/{len(commands)}: reward {verdict.reward:.3f}  {command[:70]}")
+            candidates.append((reward, command, candidate))
+            say(f"  step {len(result.edits) + 1}, candidate {k}/{len(commands)}: reward {reward:.3f}  {command[:70]}")
         if not candidates:
             break
         reward, command, candidate = max(candidates, key=lambda c: c[0])  # first of the best in sorted order

@@ -1,0 +1,191 @@
+"""The AoD table: every prompt optimiser on PromptEdit at one budget of generator calls, per task.
+
+    python benchmarks/aod_table.py --spec benchmarks/specs/aod.yaml --out runs/aod_bench
+
+Runs the spec with `lmgym bench` (`lmgym.benchmarks.runner.run_benchmark`: resumable, paired
+seeds) unless ``--no-run``, then reads each episode's transcript and writes into ``--out``:
+
+* ``aod_table.md`` / ``aod_table.json``: per task (env), rows methods, columns TSR, field
+  overlap, similarity, diversity, novelty, entropy, perplexity, reward (the judge's metrics of
+  the submitted prompt's held-out batch, the last step's ``info``), generator calls spent by the
+  search and seconds per generate + judge cycle; mean and 95% interval over the episodes
+  (Student t, n - 1 degrees of freedom);
+* paired comparisons: for each AoD agent against each baseline, the mean per-episode reward
+  difference on the same seeds with its 95% t interval, and whether the interval excludes 0;
+* ``reward_vs_calls.png``: the best search reward so far against generator calls, mean over
+  episodes, one panel per task (each method's ``PromptEvaluator.curve``; a method whose search
+  ended early keeps its last value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows, run_benchmark
+from lmgym.benchmarks.spec import load_spec
+from lmgym.envs.promptedit.judge import METRIC_KEYS
+from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
+
+COLUMNS = METRIC_KEYS + ("reward", "generator_calls", "seconds_per_cycle")
+AOD_AGENTS = ("aod-ppo", "aod-editor", "aod-scalar", "aod-editor-zeroshot")
+
+
+def mean_interval(values: list[float]) -> tuple[float, float]:
+    """(mean, half-width of the 95% Student-t interval); half-width nan for n < 2."""
+    n = len(values)
+    mean = float(np.mean(values))
+    if n < 2:
+        return mean, float("nan")
+    return mean, float(stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
+
+
+def episode_records(out: Path) -> list[dict]:
+    """One record per finished episode: env, agent, episode and the table's values."""
+    finished = {row["key"] for row in read_rows(out) if row.get("error") is None}
+    transcripts = {}
+    for rollout in read_jsonl(out / TRANSCRIPTS_FILE):
+        transcripts[rollout["key"]] = rollout  # the last transcript of a key (runner docstring)
+    records = []
+    for key in sorted(finished):
+        env, agent, episode = key.split("|")
+        steps = transcripts[key]["steps"]
+        info, extra = json.loads(steps[-1]["info_json"]), json.loads(steps[0]["agent_json"] or "{}")
+        records.append({"env": env, "agent": agent, "episode": int(episode), "reward": float(info["score"]),
+                        **{k: float(info["metrics"][k]) for k in METRIC_KEYS},
+                        "generator_calls": float(extra.get("generator_calls", 0)),
+                        "seconds_per_cycle": extra.get("seconds_per_cycle"), "curve": extra.get("curve") or [],
+                        "budget": extra.get("budget")})
+    return records
+
+
+def table(records: list[dict]) -> dict:
+    cells: dict[str, dict[str, dict]] = defaultdict(dict)
+    by_cell = defaultdict(list)
+    for r in records:
+        by_cell[r["env"], r["agent"]].append(r)
+    for (env, agent), rows in by_cell.items():
+        cell = {"n": len(rows)}
+        for column in COLUMNS:
+            values = [r[column] for r in rows if r[column] is not None]
+            cell[column] = mean_interval(values) if values else (None, None)
+        cells[env][agent] = cell
+    return cells
+
+
+def paired(records: list[dict]) -> list[dict]:
+    """Each AoD agent minus each other agent: per-episode reward differences on the same seeds."""
+    reward = {(r["env"], r["agent"], r["episode"]): r["reward"] for r in records}
+    envs = sorted({r["env"] for r in records})
+    agents = list(dict.fromkeys(r["agent"] for r in records))
+    comparisons = []
+    for env in envs:
+        for aod in (a for a in agents if a in AOD_AGENTS):
+            for other in (a for a in agents if a != aod):
+                episodes = sorted(e for (v, a, e) in reward if v == env and a == aod and (env, other, e) in reward)
+                if not episodes:
+                    continue
+                diffs = [reward[env, aod, e] - reward[env, other, e] for e in episodes]
+                mean, half = mean_interval(diffs)
+                verdict = ("wins" if mean - half > 0 else "loses" if mean + half < 0 else "no clear difference") \
+                    if not math.isnan(half) else "n < 2"
+                comparisons.append({"env": env, "aod": aod, "baseline": other, "n": len(diffs), "difference": mean,
+                                    "ci95": [mean - half, mean + half], "verdict": verdict})
+    return comparisons
+
+
+def _fmt(mean_half: tuple, digits: int) -> str:
+    mean, half = mean_half
+    if mean is None:
+        return "-"
+    return f"{mean:.{digits}f}" if math.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
+
+
+def markdown(cells: dict, comparisons: list[dict], order: list[str]) -> str:
+    heads = ("TSR", "field overlap", "similarity", "diversity", "entropy", "novelty", "perplexity", "reward",
+             "generator calls", "s / cycle")
+    digits = {"entropy": 2, "perplexity": 1, "generator_calls": 1, "seconds_per_cycle": 2}
+    lines = []
+    for env, by_agent in cells.items():
+        n = sorted({c["n"] for c in by_agent.values()})
+        lines += [f"**{env}** (mean ± 95% t interval over n = {'/'.join(map(str, n))} held-out episodes)", "",
+                  "| method | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(heads)]
+        for agent in (a for a in order if a in by_agent):
+            cell = by_agent[agent]
+            lines.append(f"| {agent} | " + " | ".join(_fmt(cell[c], digits.get(c, 3)) for c in COLUMNS) + " |")
+        lines.append("")
+        rows = [c for c in comparisons if c["env"] == env]
+        if rows:
+            lines += ["| AoD agent | vs | reward difference (95% CI) | verdict |", "| --- | --- | --- | --- |"]
+            lines += [f"| {c['aod']} | {c['baseline']} | {c['difference']:+.3f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] "
+                      f"| {c['verdict']} |" for c in rows]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def plot_curves(records: list[dict], order: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    envs = list(dict.fromkeys(r["env"] for r in records))
+    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.6), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+        for agent in order:
+            rows = [r for r in records if r["env"] == env and r["agent"] == agent and r["curve"]]
+            if not rows:
+                continue
+            budget = max(int(r["budget"] or 0) for r in rows) or max(c[-1][0] for c in (r["curve"] for r in rows))
+            grid = np.arange(1, budget + 1)
+            curves = []
+            for r in rows:  # step function: best so far after each call, held after the search ended
+                calls, best = np.array([c[0] for c in r["curve"]]), np.array([c[1] for c in r["curve"]])
+                index = np.searchsorted(calls, grid, side="right") - 1
+                curves.append(np.where(index >= 0, best[np.clip(index, 0, None)], np.nan))
+            ax.plot(grid, np.nanmean(np.array(curves), axis=0), label=agent,
+                    linestyle="-" if agent.startswith("aod") else "--")
+        ax.set(title=env, xlabel="generator calls", ylabel="best search reward so far")
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spec", default="benchmarks/specs/aod.yaml")
+    parser.add_argument("--out", default="runs/aod_bench")
+    parser.add_argument("--no-run", action="store_true", help="only tabulate what --out holds")
+    parser.add_argument("--parts", nargs="*", default=[],
+                        help="with --no-run: run folders of parts of the spec (lmgym bench SPEC --agents ... --out PART) "
+                             "to tabulate together, written into --out")
+    parser.add_argument("--backend", default="processes", choices=("inprocess", "processes", "ray"))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    spec, out = load_spec(args.spec), Path(args.out)
+    if not args.no_run:
+        run_benchmark(spec, out, backend=args.backend, workers=args.workers, plots=False)
+    records, seen = [], set()
+    for folder in args.parts or [out]:  # parts that overlap: the first folder's episode counts
+        for record in episode_records(Path(folder)):
+            if (record["env"], record["agent"], record["episode"]) not in seen:
+                seen.add((record["env"], record["agent"], record["episode"]))
+                records.append(record)
+    out.mkdir(parents=True, exist_ok=True)
+    order = [a.name for a in spec.agents]
+    cells, comparisons = table(records), paired(records)
+    atomic_write_json(out / "aod_table.json", {"cells": cells, "comparisons": comparisons})
+    atomic_write_text(out / "aod_table.md", markdown(cells, comparisons, order))
+    plot_curves(records, order, out / "reward_vs_calls.png")
+    print(markdown(cells, comparisons, order))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Train the AoD editor on the judge's reward: group-baseline policy gradient with a KL penalty.
+
+``python -m lmgym.training.pg --editor FOLDER --out runs/aod_pg`` (one readable file in the
+CleanRL manner: config, seeding, model, loop). Each iteration:
+
+1. A state on a training seed (``seed + i``, from 1,000,000 by default: never a benchmark seed):
+   the task's starting prompt after 0-3 random library edits, judged once on a batch seed drawn
+   from that seed (one generator call); the editor's context is the prompt and the judge's
+   feedback (`lmgym.agents.prompt_search.editor.edit_context`, what ``aod-editor`` reads).
+2. A group of ``group`` edits sampled from the current editor; each edited prompt is judged on
+   the same batch seed (one call each); the reward of an edit is the change in the judge's
+   reward, and a refused edit (outside the grammar, or no change) earns ``-refused_penalty``.
+3. Advantages with the leave-one-out group baseline (RLOO, Ahmadian et al. 2024, "Back to
+   Basics: Revisiting REINFORCE Style Optimization for Learning from Human Feedback in LLMs",
+   arXiv:2402.14740, Eq. 4): ``A_i = r_i - mean_{j != i} r_j``; the loss is REINFORCE on the
+   edit's summed log-probability plus ``kl_coef`` times the per-token KL estimate to the initial
+   editor (`pg_loss`).
+
+Outputs in ``--out``: ``checkpoint/`` (the trained editor: `lmgym.policies.checkpoints`, loadable
+as ``aod-editor(editor=OUT/checkpoint)``), ``metrics.jsonl`` (``train/reward``,
+``train/improvement``, ``train/valid_rate``, ``train/kl``, ``train/loss``, ``train/generator_calls``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import tyro
+
+from lmgym.agents.prompt_search.base import edited
+from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context
+from lmgym.envs.promptedit.env import PromptEditEnv
+from lmgym.envs.promptedit.tasks import LOADERS
+from lmgym.io import append_jsonl
+from lmgym.policies.checkpoints import read_meta, save_checkpoint
+from lmgym.training.objectives import frozen_copy, token_logprobs
+
+
+@dataclass
+class PGConfig:
+    editor: str = DEFAULT_EDITOR
+    """the initial editor (a causal-LM checkpoint folder); also the KL reference"""
+    out: str = "runs/aod_pg"
+    """output folder: checkpoint/ and metrics.jsonl"""
+    tasks: tuple[str, ...] = tuple(sorted(LOADERS))
+    """PromptEdit tasks, visited in turn"""
+    iterations: int = 60
+    """states (one policy-gradient update each)"""
+    group: int = 4
+    """edits sampled per state (the group of the baseline)"""
+    kl_coef: float = 0.05
+    """weight of the KL penalty to the initial editor"""
+    refused_penalty: float = 0.05
+    """reward of an edit the grammar refuses"""
+    lr: float = 3e-4
+    """Adam learning rate"""
+    temperature: float = 1.0
+    """sampling temperature of the edits"""
+    max_new_tokens: int = 64
+    """longest edit"""
+    batch_size: int = 8
+    """records per generated batch"""
+    generator: str | None = None
+    """generator entry point (default: the env's, the frozen MDLM)"""
+    seed: int = 1_000_000
+    """first training seed (states) and the seed of the sampling streams"""
+    threads: int = 1
+    """torch CPU threads"""
+
+
+def pg_loss(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor, advantages: torch.Tensor,
+            kl_coef: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """REINFORCE with a KL penalty: ``mean_i(-A_i * sum_t log pi(y_it)) + kl_coef * KL``.
+
+    `logprobs`, `ref_logprobs`, `mask`: (G, T) per edit token under the editor and the frozen
+    initial editor, mask 1 on the edit's tokens. The KL is the per-token ``k3`` estimator
+    ``exp(q - p) - (q - p) - 1`` with p, q the two log-probabilities of the sampled token
+    (Schulman 2020, "Approximating KL divergence"; the estimator GRPO uses, Shao et al. 2024,
+    arXiv:2402.03300, Eq. 4), averaged over the edit's tokens. Returns (loss, kl).
+    """
+    mask = mask.float()
+    policy_term = -(advantages * (logprobs * mask).sum(dim=1)).mean()
+    delta = ref_logprobs - logprobs
+    kl = ((torch.exp(delta) - delta - 1) * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)  # (G,)
+    return policy_term + kl_coef * kl.mean(), kl.mean()
+
+
+def leave_one_out(rewards: np.ndarray) -> np.ndarray:
+    """RLOO advantages: each reward minus the mean of the others in its group."""
+    g = len(rewards)
+    return rewards - (rewards.sum() - rewards) / max(g - 1, 1)
+
+
+def random_state(env: PromptEditEnv, rng: np.random.Generator) -> str:
+    """The starting prompt after 0-3 random admissible library edits."""
+    prompt = env.task.initial_prompt
+    for _ in range(int(rng.integers(4))):
+        commands = env.library.admissible_commands(prompt)
+        if commands:
+            prompt = edited(prompt, commands[int(rng.integers(len(commands)))])
+    return prompt
+
+
+def train(cfg: PGConfig) -> dict[str, float]:
+    # --- seeding and model ----------------------------------------------------------------
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    editor = LMEditor(cfg.editor, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
+                      dtype=torch.float32, cache_sessions=False)
+    model, tokenizer = editor.backend.model, editor.backend.tokenizer
+    reference = frozen_copy(model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    envs = {task: PromptEditEnv(task, batch_size=cfg.batch_size, generator=cfg.generator) for task in cfg.tasks}
+    metrics_path = f"{cfg.out}/metrics.jsonl"
+    calls, start, row = 0, time.perf_counter(), {}
+
+    # --- the loop -------------------------------------------------------------------------
+    for i in range(cfg.iterations):
+        rng = np.random.default_rng(cfg.seed + i)
+        env = envs[cfg.tasks[i % len(cfg.tasks)]]
+        batch_seed = int(rng.integers(2**31 - 1))
+        prompt = random_state(env, rng)
+        parent, _ = env.evaluate(prompt, batch_seed)
+        context = edit_context(env.task.description, prompt, feedback=parent.feedback)
+        edits = editor.write([context] * cfg.group, int(rng.integers(2**31 - 1)))
+        rewards, valid = [], []
+        for edit in edits:
+            child = edited(prompt, edit)
+            valid.append(child is not None)
+            rewards.append(env.evaluate(child, batch_seed)[0].reward - parent.reward if child else -cfg.refused_penalty)
+        calls += 1 + sum(valid)
+        advantages = torch.tensor(leave_one_out(np.array(rewards)), dtype=torch.float32)
+
+        # log-probabilities of each sampled edit (and its end) after the context, as the backend reads it
+        context_ids = editor.backend.encode(editor.render(context))
+        rows = [context_ids + tokenizer.encode(edit, add_special_tokens=False) + [tokenizer.eos_token_id] for edit in edits]
+        width = max(len(r) for r in rows)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        attention = torch.zeros_like(input_ids)
+        target = torch.zeros_like(input_ids, dtype=torch.bool)
+        for k, r in enumerate(rows):  # right padding: the context sits at the same positions in every row
+            input_ids[k, : len(r)] = torch.tensor(r)
+            attention[k, : len(r)] = 1
+            target[k, len(context_ids): len(r)] = True
+        model.train()
+        logprobs = token_logprobs(model, input_ids, attention)  # (G, T-1)
+        with torch.no_grad():
+            ref_logprobs = token_logprobs(reference, input_ids, attention)
+        loss, kl = pg_loss(logprobs, ref_logprobs, target[:, 1:], advantages, cfg.kl_coef)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        row = {"train/step": i + 1, "train/loss": loss.item(), "train/kl": kl.item(),
+               "train/reward": float(np.mean([r + parent.reward if v else 0.0 for r, v in zip(rewards, valid)])),
+               "train/improvement": float(np.mean(rewards)), "train/valid_rate": float(np.mean(valid)),
+               "train/generator_calls": calls, "train/seconds": round(time.perf_counter() - start, 1)}
+        append_jsonl(metrics_path, row)
+
+    save_checkpoint(f"{cfg.out}/checkpoint", model, tokenizer,
+                    {**read_meta(cfg.editor), "pg_config": asdict(cfg), "base_model": None})
+    return row
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    cfg = tyro.cli(PGConfig, args=argv, prog="python -m lmgym.training.pg", description=__doc__.split("\n\n")[0])
+    result = train(cfg)
+    print(result)
+    return result
+
+
+if __name__ == "__main__":
+    main()
