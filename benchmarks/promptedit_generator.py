@@ -10,8 +10,9 @@ kind, ``--samples`` records (batches of 16, batch k on seed k) are judged by the
   variant 0 is the edit library's own sentences);
 * ``held_out``: the same cues in the **held-out** phrasings, which no training prompt holds;
 * ``smollm2``: a free-form prompt SmolLM2-135M-Instruct wrote when asked for a prompt for the
-  task's fields (greedy, one per task, written once and stored in ``smollm2_prompts.json``
-  beside the results, so a rerun judges the same prompt).
+  task's fields (`smollm2_request`; sampled at temperature 0.7, top-p 0.9, seed 0, one per
+  task, written once and stored in ``smollm2_prompts.json`` beside the results, so a rerun
+  judges the same prompt).
 
 Generators (``--generators NAME=FOLDER ...``; default: the committed diffusion generator, the
 committed AR comparison and the rule-based teacher ``rules``, the curriculum's rules
@@ -58,8 +59,15 @@ def smollm2_request(task: SchemaTask) -> str:
             f"{task.description}, with these fields: {fields}. Reply with the prompt only.")
 
 
+#: how SmolLM2 writes its prompt: greedy decoding loops on a phrase at this size (measured:
+#: "What is the truth about the most common misconceptions about the truth of ..."), so it samples
+SMOLLM2_SAMPLING = dict(max_new_tokens=160, temperature=0.7, top_p=0.9)
+SMOLLM2_SEED = 0
+
+
 def smollm2_prompts(tasks: list[str], path: Path) -> dict[str, str]:
-    """SmolLM2-135M-Instruct's prompt per task (greedy, 160 new tokens), stored in `path`."""
+    """SmolLM2-135M-Instruct's prompt per task (`SMOLLM2_SAMPLING`, seed `SMOLLM2_SEED`),
+    stored in `path` with the request and the settings."""
     stored = json.loads(path.read_text()) if path.exists() else {}
     missing = [t for t in tasks if t not in stored]
     if missing:
@@ -68,8 +76,10 @@ def smollm2_prompts(tasks: list[str], path: Path) -> dict[str, str]:
         backend = make_text_backend("hf", model="smollm2", threads=1)
         for name in missing:
             request = smollm2_request(load_task(name))
-            answer = backend.complete([[{"role": "user", "content": request}]], SamplingParams(max_new_tokens=160))[0]
-            stored[name] = {"request": request, "prompt": " ".join(answer.text.split()).strip('"')}
+            answer = backend.complete([[{"role": "user", "content": request}]], SamplingParams(**SMOLLM2_SAMPLING),
+                                      seeds=[SMOLLM2_SEED])[0]
+            stored[name] = {"request": request, "prompt": " ".join(answer.text.split()),
+                            "sampling": SMOLLM2_SAMPLING, "seed": SMOLLM2_SEED}
             atomic_write_json(path, stored)
     return {t: stored[t]["prompt"] for t in tasks}
 

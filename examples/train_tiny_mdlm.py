@@ -63,9 +63,10 @@ parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/json_mdlm")
 parser.add_argument("--objective", default="mdlm", choices=["mdlm", "ar"],
                     help="mdlm: the diffusion generator (AR warm start, then MDLM); ar: the AR comparison alone (--ar-steps)")
-parser.add_argument("--ar-steps", type=int, default=None,
-                    help="autoregressive steps: the warm start (default 200), or with --objective ar the whole run (default 700)")
-parser.add_argument("--steps", type=int, default=500, help="masked-diffusion steps")
+parser.add_argument("--ar-steps", type=int, default=700,
+                    help="autoregressive steps: the warm start, or with --objective ar the whole run (the same run: "
+                         "same data, config and seed)")
+parser.add_argument("--steps", type=int, default=400, help="masked-diffusion steps")
 parser.add_argument("--mask-schedule", default="blocks", choices=["uniform", "blocks"],
                     help="uniform: LLaDA's masks; blocks: the semi-autoregressive sampler's states (lmgym.training.lm)")
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")
@@ -80,9 +81,6 @@ parser.add_argument("--threads", type=int, default=1)
 parser.add_argument("--install", action="store_true",
                     help=f"swap the checkpoint in at {DEFAULT_CHECKPOINT} (--objective ar: {AR_CHECKPOINT})")
 args = parser.parse_args()
-if args.ar_steps is None:
-    # the AR comparison gets as many optimizer steps as the diffusion generator's two stages
-    args.ar_steps = 200 if args.objective == "mdlm" else 700
 out = Path(args.out)
 
 # --- data: (prompt, record) pairs of every task, as a records file ---
