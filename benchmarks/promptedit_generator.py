@@ -160,16 +160,21 @@ def run(samples: int = 64, tasks: tuple[str, ...] = TASKS, generators: dict[str,
 
 
 def to_markdown(results: dict) -> str:
+    """One row per (task, prompt), a schema-valid and a TSR column per generator; the JSON
+    parse rates and seconds are in results.json."""
     def rate(row: dict, key: str) -> str:
         low, high = row[f"{key}_interval"]
         return f"{row[f'{key}_rate']:.2f} [{low:.2f}, {high:.2f}]"
 
-    lines = [f"n = {results['samples']} records per cell; 95% Wilson intervals.", "",
-             "| task | prompt | generator | JSON parses | schema-valid | TSR | seconds |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
-    for row in results["rows"]:
-        lines.append(f"| {row['task']} | {row['prompt']} | {row['generator']} | {rate(row, 'json_valid')} | "
-                     f"{rate(row, 'schema_valid')} | {rate(row, 'tsr')} | {row['seconds']:.1f} |")
+    names = list(results["generators"])
+    cells = {(r["task"], r["prompt"], r["generator"]): r for r in results["rows"]}
+    lines = [f"n = {results['samples']} records per cell; rate [95% Wilson interval].", "",
+             "| task | prompt | " + " | ".join(f"{n} schema-valid | {n} TSR" for n in names) + " |",
+             "| --- | --- | " + " | ".join("---: | ---:" for _ in names) + " |"]
+    for task, kind in dict.fromkeys((r["task"], r["prompt"]) for r in results["rows"]):
+        row = [cells.get((task, kind, n)) for n in names]
+        lines.append(f"| {task} | {kind} | " + " | ".join(
+            f"{rate(c, 'schema_valid')} | {rate(c, 'tsr')}" if c else "- | -" for c in row) + " |")
     lines += ["", "SmolLM2-135M-Instruct's prompts:", ""]
     lines += [f"* {task}: {prompt}" for task, prompt in results["smollm2_prompts"].items()]
     return "\n".join(lines) + "\n"
