@@ -15,8 +15,10 @@ schema-valid and passing the task's semantic checks) so they fit the 128-token a
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
 
-``--objective ar`` trains the autoregressive generator of the same size on the same pairs
-instead (the AR comparison; ``--install`` puts it at `AR_CHECKPOINT`)::
+``--objective ar`` runs only the autoregressive stage: the AR generator of the same size on
+the same pairs (the AR comparison; ``--install`` puts it at `AR_CHECKPOINT`). With the same
+``--ar-steps`` it is the very run the diffusion generator starts from (same data, config and
+seed), so a finished AR run copied to ``OUT/ar`` saves the diffusion command that stage::
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --objective ar --out runs/json_ar --install
 

@@ -11,10 +11,11 @@ with `seed`; prompts are then compared on common random numbers). Any masked-dif
 works; the env never imports torch itself: it resolves a ``"module:attribute"`` entry point at
 construction (as Gymnasium does for env entry points) and calls it with ``generator_kwargs``.
 
-`RuleBasedGenerator` is **a seeded rule-based stand-in**, not a language model: it recombines
-train references and follows a few prompt cues by fixed rules, so the env's dynamics can be
-tested fast. The same rules are the curriculum of the real generator: `training_pairs` gives
-(prompt, text) pairs of varied specificity on which the tiny masked-diffusion model is trained.
+`RuleBasedGenerator` is **a seeded rule-based stand-in**, not a language model: it writes train
+references (one coherent record each) and follows the prompt's cues, in any phrasing of
+`lmgym.envs.promptedit.phrasings`, by fixed rules, so the env's dynamics can be tested fast.
+The same rules are the curriculum of the trained generators: `training_pairs` gives (prompt,
+text) pairs of varied specificity and phrasing on which the tiny diffusion and AR models learn.
 """
 
 from __future__ import annotations
