@@ -2,15 +2,25 @@
 
 Reads the four PromptEdit-JSON tasks (TruthfulQA, SelfInstruct, SuperNI, MultiWOZ; needs
 LMGYM_DATA), writes their (prompt, text) training pairs to a records file (`training_pairs`:
-prompts of varied specificity, texts that follow the prompt's cues), trains an MDLM on it
-with `lmgym.training.lm` (LLaDA's SFT objective), then asks the trained model for records with
-each task's starting prompt and its fully specified prompt and measures how many parse as
-JSON, pass the schema, and pass the judge (TSR). ``--install`` swaps the checkpoint in where
+the starting prompt plus a random set of cues, each in a random train phrasing of
+`lmgym.envs.promptedit.phrasings`; texts that follow the cues, one coherent source record
+each), trains an MDLM on it with `lmgym.training.lm` (an autoregressive warm start, then
+LLaDA's SFT objective), then asks the trained model for records with each task's starting
+prompt and its fully specified prompt in train and in held-out phrasings, and measures how
+many parse as JSON, pass the schema, and pass the judge (TSR); `benchmarks/promptedit_generator.py`
+measures the same with 64 samples and intervals. ``--install`` swaps the checkpoint in where
 `lmgym.policies.record_generator` looks for its default (the recipe of the committed model).
 Records are compacted first (`compact_record`: strings cut to 5 words, lists to 2 items, still
 schema-valid and passing the task's semantic checks) so they fit the 128-token answer window.
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
+
+``--objective ar`` runs only the autoregressive stage: the AR generator of the same size on
+the same pairs (the AR comparison; ``--install`` puts it at `AR_CHECKPOINT`). With the same
+``--ar-steps`` it is the very run the diffusion generator starts from (same data, config and
+seed), so a finished AR run copied to ``OUT/ar`` saves the diffusion command that stage::
+
+    LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --objective ar --out runs/json_ar --install
 
 ``--init smollm2`` instead adapts SmolLM2-135M into a diffusion LM (bidirectional attention,
 a [MASK] token, continued training): the AR-to-diffusion recipe.
@@ -22,41 +32,56 @@ Smoke test: --out {tmp}/mdlm --ar-steps 4 --steps 4 --per-task 8 --samples 2 --h
 
 import argparse
 import json
+import shutil
 import time
 from pathlib import Path
 
 from lmgym.data import exit_if_data_missing
-from lmgym.envs.promptedit.edits import specified_prompt
 from lmgym.envs.promptedit.generators import training_pairs
 from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.metrics import parse_record
+from lmgym.envs.promptedit.phrasings import specified_prompt_in
 from lmgym.envs.promptedit.tasks import load_task
 from lmgym.io import append_jsonl
-from lmgym.policies.record_generator import BLOCK_LENGTH, DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE, DiffusionRecordGenerator
+from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.policies.record_generator import (
+    AR_CHECKPOINT,
+    BLOCK_LENGTH,
+    DEFAULT_CHECKPOINT,
+    EVAL_PROMPTS_FILE,
+    RecordGenerator,
+)
 from lmgym.training.lm import LMTrainConfig, train
 
 TASKS = ["TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ"]
 #: prompt variants per train record, so the small tasks are not drowned by MultiWOZ's 1,739
-VARIANTS = {"TruthfulQA": 8, "SelfInstruct": 8, "SuperNI": 2, "MultiWOZ": 1}
+#: (Self-Instruct has 131 train records: 16 variants each, about as many pairs as the others)
+VARIANTS = {"TruthfulQA": 4, "SelfInstruct": 16, "SuperNI": 3, "MultiWOZ": 1}
 #: records are compacted (strings cut to 5 words, lists to 2 items, still schema- and check-valid;
 #: `compact_record`) so every record fits the 128-token answer window instead of being dropped
 COMPACT_WORDS = 5
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/json_mdlm")
-parser.add_argument("--ar-steps", type=int, default=800, help="autoregressive warm-start steps (0: start the MDLM from scratch)")
-parser.add_argument("--steps", type=int, default=2500, help="masked-diffusion steps")
+parser.add_argument("--objective", default="mdlm", choices=["mdlm", "ar"],
+                    help="mdlm: the diffusion generator (AR warm start, then MDLM); ar: the AR comparison alone (--ar-steps)")
+parser.add_argument("--ar-steps", type=int, default=700,
+                    help="autoregressive steps: the warm start, or with --objective ar the whole run (the same run: "
+                         "same data, config and seed)")
+parser.add_argument("--steps", type=int, default=400, help="masked-diffusion steps")
 parser.add_argument("--mask-schedule", default="blocks", choices=["uniform", "blocks"],
                     help="uniform: LLaDA's masks; blocks: the semi-autoregressive sampler's states (lmgym.training.lm)")
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")
-parser.add_argument("--samples", type=int, default=16, help="records sampled per task for the validity check")
+parser.add_argument("--samples", type=int, default=16, help="records sampled per task and prompt for the validity check")
 parser.add_argument("--hidden-size", type=int, default=128)
 parser.add_argument("--num-layers", type=int, default=4)
+parser.add_argument("--max-prompt-tokens", type=int, default=160, help="prompts are cut to their last N tokens")
 parser.add_argument("--init", default=None, help="'smollm2' or an AR model folder to adapt (AR-to-diffusion)")
 parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--lr", type=float, default=3e-3)
 parser.add_argument("--threads", type=int, default=1)
-parser.add_argument("--install", action="store_true", help=f"copy the checkpoint to {DEFAULT_CHECKPOINT}")
+parser.add_argument("--install", action="store_true",
+                    help=f"swap the checkpoint in at {DEFAULT_CHECKPOINT} (--objective ar: {AR_CHECKPOINT})")
 args = parser.parse_args()
 out = Path(args.out)
 
@@ -73,32 +98,40 @@ if not records_file.exists():
 # --- training: an autoregressive warm start, then the masked-diffusion adaptation ---
 # The same small Llama learns the records left to right first (a causal LM picks up the JSON
 # layout in a few hundred steps), then becomes bidirectional with a [MASK] token and trains
-# on the MDLM objective: the AR-to-diffusion recipe (DiffuLLaMA) at toy scale.
+# on the MDLM objective: the AR-to-diffusion recipe (DiffuLLaMA) at toy scale. With
+# --objective ar the first stage is the whole run: the AR generator of the same size and data.
 common = dict(data=(str(records_file),), vocab_size=2048, hidden_size=args.hidden_size, num_layers=args.num_layers,
-              num_heads=4, max_prompt_tokens=160, max_answer_tokens=128, batch_size=args.batch_size, lr=args.lr,
-              seed=0, threads=args.threads, log_every=50)
+              num_heads=4, max_prompt_tokens=args.max_prompt_tokens, max_answer_tokens=128, batch_size=args.batch_size,
+              lr=args.lr, seed=0, threads=args.threads, log_every=50)
 started = time.time()
 init = args.init
 if args.ar_steps and init is None:
-    warm = LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps, warmup=min(80, args.ar_steps // 10 + 1),
-                         save_every=200, **common)
-    print(f"AR warm start: {train(warm)}")
-    init = str(out / "ar" / "checkpoint")
-config = LMTrainConfig(objective="mdlm", mask_schedule=args.mask_schedule, block_length=BLOCK_LENGTH,
-                       out=str(out), init=init, steps=args.steps, warmup=min(100, args.steps // 10 + 1), save_every=250, **common)
-metrics = train(config)
-print(f"trained {args.ar_steps} AR + {config.steps} MDLM steps in {time.time() - started:.0f} s: {metrics}")
+    ar_out = out if args.objective == "ar" else out / "ar"
+    warm = LMTrainConfig(objective="ar", out=str(ar_out), steps=args.ar_steps, warmup=min(80, args.ar_steps // 10 + 1),
+                         save_every=100, **common)
+    print(f"AR stage: {train(warm)}", flush=True)
+    init = str(ar_out / "checkpoint")
+if args.objective == "mdlm":
+    config = LMTrainConfig(objective="mdlm", mask_schedule=args.mask_schedule, block_length=BLOCK_LENGTH,
+                           out=str(out), init=init, steps=args.steps, warmup=min(100, args.steps // 10 + 1),
+                           save_every=100, **common)
+    metrics = train(config)
+    print(f"trained {args.ar_steps} AR + {config.steps} MDLM steps in {time.time() - started:.0f} s: {metrics}")
+else:
+    print(f"trained {args.ar_steps} AR steps in {time.time() - started:.0f} s")
 
-# --- sampling: validity per task, for the starting prompt and the fully specified one ---
-# The curriculum (`training_pairs`) makes a vague prompt get records with missing fields and
-# prose around them, as the rule-based teacher writes; the specified prompt (every field hint
-# and the format sentence) should get schema-valid records.
-generator = DiffusionRecordGenerator(out / "checkpoint", threads=args.threads)
-prompts = {"starting": {}, "specified": {}}
+# --- sampling: validity per task, for the starting prompt and the specified ones ---
+# The curriculum makes a vague prompt get records with missing fields and prose around them,
+# as the rule-based teacher writes; the specified prompt (every field hint and the format cue)
+# should get schema-valid records, in the train phrasings and in the held-out ones.
+generator = RecordGenerator(out / "checkpoint", threads=args.threads)
+prompts = {"starting": {}, "specified": {}, "held_out": {}}
 rows = []
 for name, task in tasks.items():
     judge = JudgeCluster(task)
-    prompts["starting"][name], prompts["specified"][name] = task.initial_prompt, specified_prompt(task)
+    prompts["starting"][name] = task.initial_prompt
+    prompts["specified"][name] = specified_prompt_in(task, held_out=False)
+    prompts["held_out"][name] = specified_prompt_in(task, held_out=True)
     for kind in prompts:
         started = time.time()
         texts = generator.generate([prompts[kind][name]], n=args.samples, seed=0)
@@ -110,29 +143,28 @@ for name, task in tasks.items():
                "tsr": judge.measure(texts).metrics["tsr"], "seconds": round(seconds, 3), "example": texts[0]}
         rows.append(row)
         print(f"{name:12s} {kind:9s} json {row['json_valid']:.2f}  schema {row['schema_valid']:.2f}  TSR {row['tsr']:.2f}  "
-              f"{seconds:.2f}s  e.g. {texts[0][:100]}")
+              f"{seconds:.2f}s  e.g. {texts[0][:100]}", flush=True)
 (out / "samples.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 if args.install:
-    import shutil
-
-    # copy beside the default, clean the meta of this run's paths, then swap the folders
-    staging = DEFAULT_CHECKPOINT.with_name(DEFAULT_CHECKPOINT.name + ".new")
+    # write beside the default (half precision, no optimizer state, meta cleaned of this run's
+    # paths), then swap the folders: a reader never sees a half-written default
+    target = DEFAULT_CHECKPOINT if args.objective == "mdlm" else AR_CHECKPOINT
+    staging = target.with_name(target.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(out / "checkpoint", staging, ignore=shutil.ignore_patterns("optimizer.pt"))
-    meta = json.loads((staging / "lmgym.json").read_text())
-    meta["train_config"].update(data=["records.jsonl"], out=None, init=None)
-    meta.update(base_model=None, ar_warm_start_steps=args.ar_steps)
-    meta["recipe"] = "LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install"
-    meta["samples"] = {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
-                       for row in rows}
-    (staging / "lmgym.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    recipe = ("LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install"
+              if args.objective == "mdlm" else
+              "LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --objective ar --out runs/json_ar --install")
+    install_checkpoint(out / "checkpoint", staging, meta={
+        "ar_warm_start_steps": args.ar_steps if args.objective == "mdlm" else None, "recipe": recipe,
+        "samples": {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
+                    for row in rows}})
     # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
     (staging / EVAL_PROMPTS_FILE).write_text(json.dumps(prompts, indent=2) + "\n")
-    retired = DEFAULT_CHECKPOINT.with_name(DEFAULT_CHECKPOINT.name + ".old")
+    retired = target.with_name(target.name + ".old")
     shutil.rmtree(retired, ignore_errors=True)
-    if DEFAULT_CHECKPOINT.exists():
-        DEFAULT_CHECKPOINT.rename(retired)
-    staging.rename(DEFAULT_CHECKPOINT)
+    if target.exists():
+        target.rename(retired)
+    staging.rename(target)
     shutil.rmtree(retired, ignore_errors=True)
-    print(f"installed {DEFAULT_CHECKPOINT}")
+    print(f"installed {target}")

@@ -63,11 +63,13 @@ def read_meta(folder: str | os.PathLike) -> dict[str, Any]:
 
 
 def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None,
-                    trainable: bool = False) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+                    trainable: bool = False, trust_remote_code: bool = False
+                    ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
     """Model, tokenizer and meta from a checkpoint folder (or any local HF model folder).
 
     A LoRA checkpoint loads its base model (``meta["base_model"]``) and the adapter on top;
     ``trainable=True`` keeps the adapter trainable (for resuming), else the model is in eval mode.
+    ``trust_remote_code``: as `load_local_model` (a folder with its own model code, e.g. LLaDA-8B).
     """
     folder = Path(folder)
     meta = read_meta(folder)
@@ -79,7 +81,7 @@ def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dty
         resize_for_tokenizer(base, tokenizer)  # the [MASK] row the adapter was trained with
         model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
     else:
-        model = load_local_model(folder, device=device, dtype=dtype)
+        model = load_local_model(folder, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
     if trainable:
         model.train()
     else:

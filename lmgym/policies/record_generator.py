@@ -1,16 +1,28 @@
-"""The frozen JSON-record generator of PromptEdit-JSON: a tiny masked-diffusion LM behind
+"""The frozen JSON-record generator of PromptEdit-JSON: any local language-model folder behind
 ``generate(prompts, n, seed) -> list[str]``.
 
-`DiffusionRecordGenerator` wraps any MDLM checkpoint (`lmgym.policies.checkpoints`) with the
-fast sampler (`lmgym.policies.diffusion.fast_generate`: threshold decoding, DualCache, stop
-once every record has ended) sampling at temperature 1, so the n records for one prompt
-differ; the output is a pure function of (prompts, n, seed). Its default checkpoint,
-``lmgym/policies/checkpoints/json_records_mdlm``, is committed (about 4 MB) so a fresh clone
-without data works; it is rebuilt by::
+`RecordGenerator` takes a folder and finds out what it holds: a masked-diffusion LM (a
+checkpoint trained here with meta kind ``"mdlm"``, a LLaDA-style folder with
+``is_causal: false``, or LLaDA-8B / Dream with their own model code, loaded only with
+``trust_remote_code=True``), sampled by the fast sampler
+(`lmgym.policies.diffusion.fast_generate`: threshold decoding, DualCache where the model takes
+a cache, stop once every record has ended); or a causal LM (a checkpoint trained here with kind
+``"ar"``, or any Hugging Face causal folder), sampled token by token with a KV cache
+(`lmgym.policies.generation.generate`). Both sample at temperature 1 by default, so the n
+records for one prompt differ; the output is a pure function of (prompts, n, seed).
+
+`DiffusionRecordGenerator` (the env's default entry point) and `AutoregressiveRecordGenerator`
+are the same class insisting on one kind, with the committed tiny models as defaults:
+``lmgym/policies/checkpoints/json_records_mdlm`` (the diffusion generator) and
+``lmgym/policies/checkpoints/json_records_ar`` (the AR comparison: same size, same data), each
+about 2 MB, so a fresh clone without data works. They are rebuilt by::
 
     LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install
+    LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --objective ar --out runs/json_ar --install
 
-Env entry point: ``generator="lmgym.policies.record_generator:DiffusionRecordGenerator"``.
+Env entry point: ``generator="lmgym.policies.record_generator:DiffusionRecordGenerator"``; a
+LLaDA-8B folder on a GPU: ``generator="lmgym.policies.record_generator:RecordGenerator"`` with
+``generator_kwargs={"checkpoint": "/models/LLaDA-8B-Instruct", "trust_remote_code": True}``.
 """
 
 from __future__ import annotations
@@ -21,45 +33,70 @@ from pathlib import Path
 
 import torch
 
+from lmgym.policies.backends import is_diffusion_folder
 from lmgym.policies.checkpoints import load_checkpoint
 from lmgym.policies.diffusion import fast_generate
-from lmgym.policies.tokenizer import decode_answer, prompt_ids
+from lmgym.policies.generation import generate as generate_causal
+from lmgym.policies.tokenizer import decode_answer, is_lmgym_tokenizer, prompt_ids
 
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent / "checkpoints" / "json_records_mdlm"
-#: {"starting" | "specified": {task: prompt}} stored beside the default checkpoint, for benchmarks without data
+CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+DEFAULT_CHECKPOINT = CHECKPOINTS / "json_records_mdlm"
+AR_CHECKPOINT = CHECKPOINTS / "json_records_ar"
+#: {"starting" | "specified" | "held_out": {task: prompt}} stored beside the committed
+#: checkpoints, for benchmarks without data
 EVAL_PROMPTS_FILE = "eval_prompts.json"
 #: the semi-autoregressive block the default model is trained and sampled with
 BLOCK_LENGTH = 32
+KIND_NAMES = {"mdlm": "masked-diffusion", "ar": "causal"}
+#: answer and prompt budgets (tokens) for a folder that was not trained here
+DEFAULT_ANSWER_TOKENS, DEFAULT_PROMPT_TOKENS = 128, 1024
 
 
 @functools.lru_cache(maxsize=4)
-def _load_frozen(folder: str, device: str):
-    """(model, tokenizer, meta) of a checkpoint, loaded once per process: the model is frozen
+def _load_frozen(folder: str, device: str | None, trust_remote_code: bool):
+    """(model, tokenizer, meta) of a folder, loaded once per process: the model is frozen
     (only read under no_grad), so every env of a process can share it."""
-    return load_checkpoint(folder, device=device)
+    return load_checkpoint(folder, device=device, trust_remote_code=trust_remote_code)
 
 
-class DiffusionRecordGenerator:
-    """n records per prompt from a masked-diffusion LM, prompt-major, seeded.
+class RecordGenerator:
+    """n records per prompt from a masked-diffusion or causal LM folder, prompt-major, seeded.
 
     Args:
-        checkpoint: MDLM checkpoint folder (default: the committed tiny JSON-record model).
+        checkpoint: a local model folder (default: the committed tiny diffusion generator).
         temperature: sampling temperature (0: the n records of a prompt are identical).
-        threshold: Fast-dLLM confidence threshold (None: LLaDA's fixed schedule of ``steps``).
-        cache: "none", "prefix" or "dual" (`lmgym.policies.diffusion.fast_generate`).
-        block_length: semi-autoregressive block (a divisor of the answer length).
-        steps: denoising steps when ``threshold`` is None.
+        threshold: Fast-dLLM confidence threshold (None: LLaDA's fixed schedule of ``steps``); diffusion only.
+        cache: "none", "prefix" or "dual" (`lmgym.policies.diffusion.fast_generate`); diffusion only.
+        block_length: semi-autoregressive block (a divisor of the answer length); diffusion only.
+        steps: denoising steps when ``threshold`` is None (default: one per answer token).
+        max_new_tokens: answer length (default: the checkpoint's, else 128).
+        trust_remote_code: allow a folder's own model code (LLaDA-8B, Dream); read it first.
         threads: torch CPU threads while generating (None: leave as is).
     """
 
+    #: the kind a subclass insists on ("mdlm" or "ar"); None takes either
+    required_kind: str | None = None
+    default_checkpoint: Path = DEFAULT_CHECKPOINT
+
     def __init__(self, checkpoint: str | os.PathLike | None = None, temperature: float = 1.0,
                  threshold: float | None = 0.9, block_length: int = BLOCK_LENGTH, steps: int | None = None,
-                 cache: str = "dual", device: str | None = None, threads: int | None = None):
-        self.model, self.tokenizer, meta = _load_frozen(str(checkpoint or DEFAULT_CHECKPOINT), device or "cpu")
-        if meta.get("kind") != "mdlm":
-            raise ValueError(f"{checkpoint}: not a masked-diffusion checkpoint (kind={meta.get('kind')!r})")
-        self.max_prompt_tokens = meta["max_prompt_tokens"]
-        self.gen_length = meta["max_answer_tokens"]
+                 cache: str = "dual", device: str | None = None, threads: int | None = None,
+                 max_new_tokens: int | None = None, trust_remote_code: bool = False):
+        folder = Path(checkpoint or self.default_checkpoint)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"generator folder {str(folder)!r} does not exist")
+        self.kind = "mdlm" if is_diffusion_folder(folder) else "ar"
+        if self.required_kind and self.kind != self.required_kind:
+            raise ValueError(f"{folder} holds a {KIND_NAMES[self.kind]} LM, but {type(self).__name__} needs a "
+                             f"{KIND_NAMES[self.required_kind]} one (RecordGenerator takes either)")
+        self.model, self.tokenizer, meta = _load_frozen(str(folder), device, trust_remote_code)
+        self.max_prompt_tokens = meta.get("max_prompt_tokens", DEFAULT_PROMPT_TOKENS)
+        self.gen_length = max_new_tokens or meta.get("max_answer_tokens", DEFAULT_ANSWER_TOKENS)
+        config = self.model.config
+        self.mask_id = meta.get("mask_token_id") or getattr(config, "mask_token_id", None) or self.tokenizer.mask_token_id
+        if self.kind == "mdlm" and self.mask_id is None:
+            raise ValueError(f"{folder}: a masked-diffusion folder without a [MASK] token id")
+        self.eos_id = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else config.eos_token_id
         self.temperature, self.threshold, self.block_length, self.cache = temperature, threshold, block_length, cache
         self.steps = steps or self.gen_length
         self.threads = threads
@@ -80,13 +117,42 @@ class DiffusionRecordGenerator:
         finally:
             torch.set_num_threads(saved_threads)
 
+    def prompt_row(self, prompt: str) -> list[int]:
+        """The prompt as the model reads it: ``[BOS] prompt [SEP]`` for a model trained here, a
+        user turn through the chat template for an instruct model, else plain tokens."""
+        if is_lmgym_tokenizer(self.tokenizer):
+            return prompt_ids(self.tokenizer, prompt, self.max_prompt_tokens)
+        if self.tokenizer.chat_template is not None:
+            text = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                      add_generation_prompt=True)
+            return self.tokenizer.encode(text, add_special_tokens=False)[-self.max_prompt_tokens:]
+        return self.tokenizer.encode(prompt)[-self.max_prompt_tokens:]
+
     def _sample(self, prompt: str, n: int, seed: int) -> list[str]:
-        row = prompt_ids(self.tokenizer, prompt, self.max_prompt_tokens)
+        row = self.prompt_row(prompt)
         device = self.model.device
         ids = torch.tensor([row] * n, dtype=torch.long, device=device)  # (n, P): no padding needed
-        out = fast_generate(self.model, ids, torch.ones_like(ids), steps=self.steps, gen_length=self.gen_length,
-                            block_length=self.block_length, temperature=self.temperature,
-                            mask_id=self.tokenizer.mask_token_id, threshold=self.threshold, cache=self.cache,
-                            eos_id=self.tokenizer.eos_token_id,
-                            generator=torch.Generator(device=device).manual_seed(seed))
-        return [decode_answer(self.tokenizer, answer) for answer in out.sequences[:, len(row):].tolist()]
+        generator = torch.Generator(device=device).manual_seed(seed)
+        if self.kind == "mdlm":
+            out = fast_generate(self.model, ids, torch.ones_like(ids), steps=self.steps, gen_length=self.gen_length,
+                                block_length=self.block_length, temperature=self.temperature, mask_id=self.mask_id,
+                                threshold=self.threshold, cache=self.cache, eos_id=self.eos_id, generator=generator)
+            answers = out.sequences[:, len(row):].tolist()  # (n, gen_length)
+        else:
+            out = generate_causal(self.model, ids, max_new_tokens=self.gen_length, temperature=self.temperature,
+                                  eos_token_id=self.eos_id, generator=generator)
+            answers = out.tokens.tolist()  # (n, up to gen_length), finished rows padded with EOS
+        return [decode_answer(self.tokenizer, answer) for answer in answers]
+
+
+class DiffusionRecordGenerator(RecordGenerator):
+    """`RecordGenerator` over a masked-diffusion folder (default: the committed tiny MDLM)."""
+
+    required_kind = "mdlm"
+
+
+class AutoregressiveRecordGenerator(RecordGenerator):
+    """`RecordGenerator` over a causal LM folder (default: the committed tiny AR comparison)."""
+
+    required_kind = "ar"
+    default_checkpoint = AR_CHECKPOINT

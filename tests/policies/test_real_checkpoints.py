@@ -9,13 +9,14 @@ import json
 import os
 import shutil
 import warnings
-from pathlib import Path
 
 import pytest
 import safetensors.torch
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 from transformers.dynamic_module_utils import get_class_from_dynamic_module
+
+from policies_tiny_models import LLADA_REFERENCE, reference_folder, save_tiny_llada
 
 from lmgym.policies.diffusion import cache_argument, fast_generate, generate
 from lmgym.policies.models import (
@@ -26,20 +27,8 @@ from lmgym.policies.models import (
     remote_code_compat,
 )
 
-
-
-def _reference_folder() -> Path:
-    """Published files of other projects: $LMGYM_REFERENCE, else shared/reference beside the data
-    folder (LMGYM_DATA=shared/data), else beside the checkout."""
-    if os.environ.get("LMGYM_REFERENCE"):
-        return Path(os.environ["LMGYM_REFERENCE"])
-    beside_data = Path(os.environ.get("LMGYM_DATA", "/nonexistent")).parent / "reference"
-    return beside_data if beside_data.is_dir() else Path(__file__).resolve().parents[3] / "shared" / "reference"
-
-
-LLADA_REFERENCE = _reference_folder() / "llada"
 #: Dream-org/Dream-v0-Instruct-7B's folder files (no weights); not in shared/reference yet.
-DREAM_REFERENCE = _reference_folder() / "dream"
+DREAM_REFERENCE = reference_folder() / "dream"
 VOCAB, MASK_ID, EOS_ID = 256, 255, 254
 TINY_LLADA = dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=4, mlp_hidden_size=128, vocab_size=VOCAB,
                   embedding_size=VOCAB, mask_token_id=MASK_ID, eos_token_id=EOS_ID, pad_token_id=EOS_ID,
@@ -60,18 +49,7 @@ def llada_folder(tmp_path_factory):
     """A 2-layer, d_model 64 LLaDA folder: the published code and config, shrunk, random weights."""
     torch.set_num_threads(1)
     folder = tmp_path_factory.mktemp("llada") / f"LLaDA-tiny-{WORKER}"
-    folder.mkdir()
-    for name in ("configuration_llada.py", "modeling_llada.py", "generation_config.json", "tokenizer_config.json"):
-        shutil.copyfile(LLADA_REFERENCE / name, folder / name)
-    config = json.loads((LLADA_REFERENCE / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, **TINY_LLADA}))
-    # The published class builds fine from a config; it is only loading from a folder that breaks.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(folder, trust_remote_code=True),
-                                                 trust_remote_code=True)
-    safetensors.torch.save_model(model, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    return folder, model.eval()
+    return folder, save_tiny_llada(folder, TINY_LLADA)
 
 
 @needs_reference

@@ -23,8 +23,12 @@ def _load(name):
 
 def test_baselines_table_has_every_metric_and_the_hill_climber_beats_the_static_prompt():
     baselines = _load("promptedit_baselines")
-    # SuperNI: a task the default generator writes valid records for once the prompt names every field
-    result = baselines.run_task("SuperNI", episodes=1, steps=2, batch_size=8, eval_seeds=range(10_000, 10_002))
+    # SuperNI with the AR comparison generator: it writes valid records far more often once the
+    # prompt names every field (0.12 -> 0.62 schema-valid, docs/promptedit.md); the retrained
+    # default diffusion generator writes them for the starting prompt already (0.98), so a
+    # search has nothing to gain there
+    result = baselines.run_task("SuperNI", episodes=1, steps=2, batch_size=8, eval_seeds=range(10_000, 10_002),
+                                generator="lmgym.policies.record_generator:AutoregressiveRecordGenerator")
     table = result["baselines"]
     assert set(table) == {"static", "random", "greedy"}
     for row in table.values():
@@ -40,3 +44,30 @@ def test_judge_benchmark_measures_a_64_record_pass():
     row = judge.measure_task("SelfInstruct", rounds=1)
     assert row["judge_new_s"] > 0 and row["judge_cached_s"] > 0 and row["floor_s"] > 0
     assert row["seconds_per_cycle_batch64"] == pytest.approx(row["generate_s"] + row["judge_new_s"])
+
+
+def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_path):
+    bench = _load("promptedit_generator")
+    # a stored free-form prompt stands in for SmolLM2's, which takes minutes to write on a CPU
+    prompt = "Write a SuperNI task instance as a JSON object with a definition, an input and an output."
+    (tmp_path / "smollm2_prompts.json").write_text(f'{{"SuperNI": {{"request": "-", "prompt": "{prompt}"}}}}')
+    generators = {"rules": "rules"}
+    results = bench.run(samples=32, tasks=("SuperNI",), generators=generators, out=tmp_path)
+    rows = {row["prompt"]: row for row in results["rows"]}
+    assert set(rows) == set(bench.PROMPT_KINDS) and results["smollm2_prompts"] == {"SuperNI": prompt}
+    for row in rows.values():
+        assert row["samples"] == 32 and 0 <= row["tsr"] <= row["schema_valid"] <= row["json_valid"] <= 32
+        low, high = row["tsr_interval"]
+        assert low <= row["tsr_rate"] <= high and 0 < high - low < 0.5
+    # the batches of "specified" cycle through train phrasings, of "held_out" through held-out ones
+    assert len(rows["specified"]["prompts"]) == 2 and rows["specified"]["prompts"][0].endswith(
+        "Answer with only the JSON object, no other text.")
+    assert rows["held_out"]["prompts"][0].endswith("Respond solely with a valid JSON object.")
+    # the rule-based teacher follows every phrasing: hints and format lift schema validity
+    assert rows["held_out"]["schema_valid"] > rows["starting"]["schema_valid"]
+    assert rows["specified"]["schema_valid"] > rows["starting"]["schema_valid"]
+    cells = (tmp_path / "cells.jsonl").read_text().splitlines()
+    assert bench.run(samples=32, tasks=("SuperNI",), generators=generators, out=tmp_path)["rows"] == results["rows"]
+    assert (tmp_path / "cells.jsonl").read_text().splitlines() == cells  # resumed: nothing measured twice
+    markdown = (tmp_path / "results.md").read_text()
+    assert "| rules schema-valid | rules TSR |" in markdown and markdown.count("| SuperNI |") == 4

@@ -22,13 +22,14 @@ import json
 import re
 from dataclasses import dataclass
 
+from lmgym.envs.promptedit.phrasings import LIBRARY, phrase
 from lmgym.envs.promptedit.tasks import SchemaTask
 
 #: Longest prompt an edit may produce (characters); longer results are refused.
 MAX_PROMPT_CHARS = 1_500
 
-FORMAT_SENTENCE = "Answer with only the JSON object, no other text."
-NOVELTY_SENTENCE = "Write new content; do not copy known examples."
+FORMAT_SENTENCE = LIBRARY["format"]
+NOVELTY_SENTENCE = LIBRARY["novelty"]
 NUM_EXAMPLES = 3
 
 _REPLACE_PROMPT = re.compile(r"^replace prompt:\s*(.*)$", re.IGNORECASE | re.DOTALL)
@@ -108,11 +109,11 @@ def apply_edit(prompt: str, command: str) -> EditResult:
 
 
 def field_hint(task: SchemaTask, field: str) -> str:
-    return f'Every record must have the field "{field}": {task.field_descriptions[field]}.'
+    return phrase(LIBRARY["field_hint"], task, field)
 
 
 def variety_request(field: str) -> str:
-    return f'Vary the "{field}" across records; never repeat a value.'
+    return phrase(LIBRARY["variety"], field_name=field)
 
 
 def specified_prompt(task: SchemaTask) -> str:
@@ -122,7 +123,7 @@ def specified_prompt(task: SchemaTask) -> str:
 
 
 def example_sentence(record: dict) -> str:
-    return "Example: " + json.dumps(record, ensure_ascii=False)
+    return phrase(LIBRARY["example"], record=record)
 
 
 def example_records(task: SchemaTask) -> list[dict]:

@@ -67,8 +67,8 @@ class PromptEditEnv(TextEnv):
     ## Starting State
     The task's starting prompt (``Write one JSON record: <description>.``), judged once; every
     batch's generation seed is drawn from ``np_random``, so the samples and feedback differ by
-    seed while the prompt does not, unless the generator is sure of its answer (the MDLM writes
-    ``{}`` for every seed of MultiWOZ's vague starting prompt; the batches after edits differ).
+    seed while the prompt does not, unless the generator is sure of its answer (a generator that
+    writes one favourite record whatever the seed gives the same batch every time).
 
     ## Episode End
     Never terminated (the prompt can always get better); truncated after T edits by the

@@ -11,10 +11,11 @@ with `seed`; prompts are then compared on common random numbers). Any masked-dif
 works; the env never imports torch itself: it resolves a ``"module:attribute"`` entry point at
 construction (as Gymnasium does for env entry points) and calls it with ``generator_kwargs``.
 
-`RuleBasedGenerator` is **a seeded rule-based stand-in**, not a language model: it recombines
-train references and follows a few prompt cues by fixed rules, so the env's dynamics can be
-tested fast. The same rules are the curriculum of the real generator: `training_pairs` gives
-(prompt, text) pairs of varied specificity on which the tiny masked-diffusion model is trained.
+`RuleBasedGenerator` is **a seeded rule-based stand-in**, not a language model: it writes train
+references (one coherent record each) and follows the prompt's cues, in any phrasing of
+`lmgym.envs.promptedit.phrasings`, by fixed rules, so the env's dynamics can be tested fast.
+The same rules are the curriculum of the trained generators: `training_pairs` gives (prompt,
+text) pairs of varied specificity and phrasing on which the tiny diffusion and AR models learn.
 """
 
 from __future__ import annotations
@@ -26,13 +27,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from lmgym.entrypoints import load_entry_point
-from lmgym.envs.promptedit.edits import (
-    FORMAT_SENTENCE,
-    NOVELTY_SENTENCE,
-    apply_edit,
-    field_hint,
-    variety_request,
-)
+from lmgym.envs.promptedit.phrasings import PROSE_WRAPPERS, TRAIN_PHRASINGS, Cues, find_cues, phrase
 from lmgym.envs.promptedit.tasks import SchemaTask, load_task
 
 
@@ -58,22 +53,24 @@ class RuleBasedGenerator:
     """A seeded generator that follows prompt cues by fixed rules: the test stand-in, and the
     curriculum the tiny masked-diffusion generator is trained on.
 
-    Not a language model. For each record it starts from a random reference record (or a given
-    ``base``) and
+    Not a language model. It reads the prompt's cues in any phrasing, train or held-out
+    (`lmgym.envs.promptedit.phrasings.find_cues`), and writes each record from **one** source
+    record, so a record stays coherent (a question with its own answers, a domain with its own
+    slots):
 
-    * keeps each field with probability 0.97 if the prompt holds that field's hint (or an
-      example record), else 0.6 (a dropped field fails the schema);
-    * draws a field's value from any reference record if the prompt asks for variety in it,
-      else from two fixed "favourite" records (repetition, low diversity);
-    * when the prompt asks for novelty, swaps the halves of string values between two records
-      (new n-grams, but answers may stop agreeing with each other: semantic failures);
-    * writes bare JSON if the prompt tightens the format, else adds chatty prose around it with
-      probability 0.4 (unparseable);
-    * copies an example in the prompt verbatim with probability 0.3.
+    * with an example record in the prompt (and no novelty request) it copies one verbatim with
+      probability 0.3;
+    * the source is a random reference record (or a given ``base``) with probability equal to
+      the share of fields the prompt asks to vary (1 with a novelty request), else one of two
+      fixed "favourite" records (repetition, low diversity);
+    * it keeps each field with probability 0.97 if the prompt hints that field (or quotes an
+      example), else 0.6 (a dropped field fails the schema);
+    * it writes bare JSON if the prompt tightens the format, else wraps it in chatty prose
+      (one of `PROSE_WRAPPERS`) with probability 0.4 (unparseable).
 
     These rules are what an instruction-following generator does with a vague prompt (writes
     the fields it guesses, in a default style, with favourite content); `training_pairs` turns
-    them into (prompt, text) pairs, so a model trained on them responds to the same edits.
+    them into (prompt, text) pairs, so a model trained on them responds to the same cues.
     ``records`` defaults to the task's train split.
     """
 
@@ -85,44 +82,31 @@ class RuleBasedGenerator:
         texts = []
         for prompt in prompts:  # one stream per prompt: its texts do not depend on the others
             rng = np.random.default_rng(seed)
-            texts += [self.follow(prompt, rng) for _ in range(n)]
+            cues = find_cues(self.task, prompt)
+            texts += [self.write(cues, rng) for _ in range(n)]
         return texts
 
     def follow(self, prompt: str, rng: np.random.Generator, base: dict | None = None) -> str:
         """One text for `prompt` by the rules above."""
+        return self.write(find_cues(self.task, prompt), rng, base)
+
+    def write(self, cues: Cues, rng: np.random.Generator, base: dict | None = None) -> str:
+        """One text for a prompt holding `cues`."""
         task, records = self.task, self.records
-        examples: list[dict] = []  # the example records quoted in the prompt
-        for sentence in prompt.split("Example: ")[1:]:
-            try:
-                examples.append(json.loads(sentence[: sentence.rindex("}") + 1]))
-            except ValueError:
-                continue
-        if examples and rng.random() < 0.3:
-            record = examples[int(rng.integers(len(examples)))]
+        if cues.examples and not cues.novelty and rng.random() < 0.3:
+            record = cues.examples[int(rng.integers(len(cues.examples)))]
         else:
-            base = base if base is not None else records[int(rng.integers(len(records)))]
-            record = {}
-            for name in task.fields:
-                keep = 0.97 if (field_hint(task, name) in prompt or examples) else 0.6
-                if rng.random() >= keep:
-                    continue
-                varied = variety_request(name) in prompt
-                donor = records[int(rng.integers(len(records)))] if varied else records[int(rng.integers(2))]
-                value = (base if varied and rng.random() < 0.5 else donor)[name]
-                if NOVELTY_SENTENCE in prompt and isinstance(value, str):
-                    other = records[int(rng.integers(len(records)))][name]
-                    value = _splice(value, other) if isinstance(other, str) else value
-                record[name] = value
+            varied_share = 1.0 if cues.novelty else len(cues.varied & set(task.fields)) / len(task.fields)
+            if rng.random() < varied_share:
+                source = base if base is not None else records[int(rng.integers(len(records)))]
+            else:
+                source = records[int(rng.integers(2))]
+            record = {name: source[name] for name in task.fields if name in source
+                      and rng.random() < (0.97 if (name in cues.hinted or cues.examples) else 0.6)}
         text = json.dumps(record, ensure_ascii=False)
-        if FORMAT_SENTENCE not in prompt and rng.random() < 0.4:
-            text = f"Sure! Here is a record:\n{text}\nI hope this helps."
+        if not cues.tight_format and rng.random() < 0.4:
+            text = PROSE_WRAPPERS[int(rng.integers(len(PROSE_WRAPPERS)))].format(text)
         return text
-
-
-def _splice(first: str, second: str) -> str:
-    """First half of `first`'s words, second half of `second`'s."""
-    a, b = first.split(), second.split()
-    return " ".join(a[: len(a) // 2] + b[len(b) // 2:]) or first
 
 
 def _cut_words(value: Any, max_words: int, max_items: int, keep: frozenset[str] = frozenset()) -> Any:
@@ -169,27 +153,42 @@ def compact_record(task: SchemaTask, record: dict[str, Any], max_words: int = 6,
 
 
 def training_pairs(task: SchemaTask, seed: int = 0, per_record: int = 1, compact: int | None = None) -> list[tuple[str, str]]:
-    """(prompt, text) pairs for training a generator that responds to prompt edits.
+    """(prompt, text) pairs for training a generator that responds to prompt cues in many phrasings.
 
-    Prompts vary in specificity: the task's starting prompt followed by a seeded random subset
-    of the edit library's appends (field hints, variety and novelty requests, the format
-    sentence); examples are left out so the generator learns records, not copying. Each train
-    record is the base of `per_record` pairs, and the text is what `RuleBasedGenerator`
-    writes for that prompt from that base: a vague prompt's text misses fields, repeats
-    favourite values and comes wrapped in prose, so the trained model answers edits the way the
-    rules do. With ``compact=k`` every record is first shortened by `compact_record` (strings
-    cut to k words, lists to 2 items, still schema-valid and passing the same semantic checks).
+    Each prompt is the task's starting prompt followed, in a random order, by a random set of
+    cues, each in a random **train** phrasing (`phrasings.TRAIN_PHRASINGS`; the held-out
+    phrasings never occur): a field hint for each field with probability h (h drawn uniformly
+    per prompt, so fully hinted and bare prompts are both common), a variety request for each
+    field with probability v/2 (v uniform), the format cue with probability 1/2, the novelty
+    request with probability 1/4, one example record (a random train record) with probability
+    1/5. Each train record is the base of `per_record` pairs, and the text is what
+    `RuleBasedGenerator` writes for those cues from that base: a vague prompt's text misses
+    fields, repeats favourite records and comes wrapped in prose. With ``compact=k`` every
+    record is first shortened by `compact_record` (strings cut to k words, lists to 2 items,
+    still schema-valid and passing the same semantic checks).
     """
     rng = np.random.default_rng(seed)
     records = [compact_record(task, r, compact) for r in task.train] if compact else list(task.train)
     teacher = RuleBasedGenerator(task, records)
-    appends = [field_hint(task, f) for f in task.fields] + [variety_request(f) for f in task.fields]
-    appends += [FORMAT_SENTENCE, NOVELTY_SENTENCE]
+
+    def pick(kind: str) -> str:
+        return TRAIN_PHRASINGS[kind][int(rng.integers(len(TRAIN_PHRASINGS[kind])))]
+
     pairs = []
     for record in records:
         for _ in range(per_record):
-            prompt = task.initial_prompt
-            for k in sorted(rng.permutation(len(appends))[: int(rng.integers(len(appends) + 1))]):
-                prompt = apply_edit(prompt, f"append: {appends[k]}").prompt
-            pairs.append((prompt, teacher.follow(prompt, rng, base=record)))
+            hint_rate, vary_rate = rng.random(), rng.random() / 2
+            cues = Cues(hinted={f for f in task.fields if rng.random() < hint_rate},
+                        varied={f for f in task.fields if rng.random() < vary_rate},
+                        tight_format=rng.random() < 0.5, novelty=rng.random() < 0.25)
+            sentences = [phrase(pick("field_hint"), task, f) for f in task.fields if f in cues.hinted]
+            sentences += [phrase(pick("variety"), task, f) for f in task.fields if f in cues.varied]
+            sentences += [pick("format")] if cues.tight_format else []
+            sentences += [pick("novelty")] if cues.novelty else []
+            if rng.random() < 0.2:
+                cues.examples = [records[int(rng.integers(len(records)))]]
+                sentences.append(phrase(pick("example"), record=cues.examples[0]))
+            order = rng.permutation(len(sentences))
+            prompt = " ".join([task.initial_prompt] + [sentences[k] for k in order])
+            pairs.append((prompt, teacher.write(cues, rng, base=record)))
     return pairs
