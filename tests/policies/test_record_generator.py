@@ -38,10 +38,8 @@ def test_generate_is_prompt_major_seeded_and_conditioned_on_the_prompt(generator
     assert texts != generator.generate(two, n=4, seed=4)
     assert len(set(texts[:4])) > 1  # the n samples of one prompt differ
     records = [parse_record(t) for t in texts]
-    # the record type follows the prompt: MultiWOZ's keys for the first, SuperNI's "definition" for
-    # the second (the installed model's MultiWOZ records with this prompt mostly do not parse:
-    # their slots object loses a value; docs/lm_core.md)
-    assert sum('"domain"' in t and '"slots"' in t and '"definition"' not in t for t in texts[:4]) >= 3
+    # the record type follows the prompt: MultiWOZ's "slots" for the first, SuperNI's "definition" for the second
+    assert sum(r is not None and "slots" in r for r in records[:4]) >= 3
     assert sum(r is not None and "definition" in r for r in records[4:]) >= 3
 
 

@@ -23,12 +23,8 @@ def _load(name):
 
 def test_baselines_table_has_every_metric_and_the_hill_climber_beats_the_static_prompt():
     baselines = _load("promptedit_baselines")
-    # SuperNI with the AR comparison generator: it writes valid records far more often once the
-    # prompt names every field (0.12 -> 0.62 schema-valid, docs/promptedit.md); the retrained
-    # default diffusion generator writes them for the starting prompt already (0.98), so a
-    # search has nothing to gain there
-    result = baselines.run_task("SuperNI", episodes=1, steps=2, batch_size=8, eval_seeds=range(10_000, 10_002),
-                                generator="lmgym.policies.record_generator:AutoregressiveRecordGenerator")
+    # SuperNI: a task the default generator writes valid records for once the prompt names every field
+    result = baselines.run_task("SuperNI", episodes=1, steps=2, batch_size=8, eval_seeds=range(10_000, 10_002))
     table = result["baselines"]
     assert set(table) == {"static", "random", "greedy"}
     for row in table.values():

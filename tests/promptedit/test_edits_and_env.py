@@ -107,8 +107,6 @@ def test_edits_change_what_the_rule_based_generator_writes():
 
 
 @needs_truthfulqa
-@pytest.mark.xfail(strict=True, reason="the default diffusion generator retrained in issue 16 (400 MDLM steps) "
-                                       "writes no parseable TruthfulQA record for any prompt (docs/promptedit.md)")
 def test_the_default_diffusion_generator_answers_the_prompt():
     """The frozen MDLM (the registered default) writes valid records when the prompt names every
     field and asks for bare JSON, and incomplete ones for the vague starting prompt."""
