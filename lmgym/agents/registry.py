@@ -20,6 +20,10 @@ AGENTS: dict[str, str] = {
     "lm": "lmgym.agents.lm:LMAgent",
     "preact": "lmgym.agents.preact:PReActAgent",
     "dllm-react": "lmgym.agents.preact:DiffusionReActAgent",
+    "single": "lmgym.agents.kvteam:SingleAgent",
+    "textmas": "lmgym.agents.kvteam:TextMASAgent",
+    "latentmas": "lmgym.agents.kvteam:LatentMASAgent",
+    "diffmas": "lmgym.agents.kvteam:DiffMASAgent",
 }
 
 
