@@ -11,6 +11,7 @@ the finished episodes (``episodes``), never a silent loss.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,13 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     low = 0.0 if successes == 0 else centre - half
     high = 1.0 if successes == n else centre + half
     return low, high
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and its normal 95% interval (mean +- 1.96 standard errors; nan for one value)."""
+    mean = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    return mean, mean - half, mean + half
 
 
 def _mean(values: list[float]) -> float | None:
