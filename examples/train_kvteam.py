@@ -17,7 +17,7 @@ Stages (``--stages`` picks some, in this order):
 
 The four-way comparison is ``python benchmarks/kvteam.py``.
 
-Smoke test: --out {tmp}/kvteam --problems 60 --backbone-steps 4 --sft-steps 2 --hidden-size 32 --latent-steps 2
+Smoke test: --out {tmp}/kvteam --problems 40 --sft-problems 10 --backbone-steps 4 --sft-steps 2 --hidden-size 32 --latent-steps 2
 """
 
 import argparse
