@@ -43,17 +43,20 @@ from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_js
 from lmgym.policies.checkpoints import read_meta
 
 SC_TEMPERATURE = 0.7
+NO_TRACE = "-notrace"
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--backbone", default="arith-ar", help="'smollm2', an installed name or a model folder")
 parser.add_argument("--env", default="lmgym/Arith-v0")
 parser.add_argument("--episodes", type=int, default=100, help="held-out seeds 0..N-1")
-parser.add_argument("--modes", nargs="+", default=["single", "textmas", "latentmas"],
+parser.add_argument("--modes", nargs="*", default=["single", "textmas", "latentmas"],
                     help="training-free modes (DiffMAS rows come from --adapters)")
 parser.add_argument("--adapters", nargs="*", default=[], help="DiffMAS rows as LABEL=FOLDER (kvteam_sft output)")
 parser.add_argument("--latent-steps", type=int, default=10)
 parser.add_argument("--ablation", type=int, nargs="*", default=[], help="other latent steps for the latent rows")
 parser.add_argument("--ablation-episodes", type=int, default=None, help="seeds per ablation cell (default --episodes)")
+parser.add_argument("--no-trace-control", action="store_true",
+                    help="also run each adapter's Solver with an empty trace: the LoRA's SFT without the team")
 parser.add_argument("--samples", type=int, default=5, help="self-consistency samples (0: skip)")
 parser.add_argument("--no-perplexity", action="store_true")
 parser.add_argument("--max-new-tokens", type=int, default=64)
@@ -76,7 +79,8 @@ def score(env, seed: int, answer: str) -> dict:
 
 def make_team(label: str, mode: str, latent_steps: int) -> KVTeam:
     if mode == "diffmas":
-        folder = resolve_installed(dict(a.split("=", 1) for a in args.adapters)[label.split("-", 1)[1]])
+        name = label.split("-", 1)[1].removesuffix(NO_TRACE)
+        folder = resolve_installed(dict(a.split("=", 1) for a in args.adapters)[name])
         trained = read_meta(folder)["kvteam"]
         model, tokenizer = load_backbone(resolve_installed(args.backbone))
         model = load_adapters(model, folder)
@@ -84,8 +88,9 @@ def make_team(label: str, mode: str, latent_steps: int) -> KVTeam:
     else:
         model, tokenizer = backbone
         keep, upstream = "all", False
-    return KVTeam(model, tokenizer, mode, latent_steps=latent_steps, keep=keep, text_tokens=args.text_tokens,
-                  max_new_tokens=args.max_new_tokens, upstream_adapter=upstream)
+    agents = 1 if label.endswith(NO_TRACE) else 4  # the control: the Solver and its LoRA alone
+    return KVTeam(model, tokenizer, mode, num_agents=agents, latent_steps=latent_steps, keep=keep,
+                  text_tokens=args.text_tokens, max_new_tokens=args.max_new_tokens, upstream_adapter=upstream)
 
 
 def run_cell(label: str, mode: str, latent_steps: int, seeds: range, full: bool) -> None:
@@ -150,7 +155,8 @@ def table(cells: list[dict]) -> str:
              "| seconds / question [95% CI] | generated tokens | trace memory (KiB) |",
              "| --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: |"]
     for c in cells:
-        if c["latent_steps"] != args.latent_steps and c["mode"] in ("latentmas", "diffmas"):
+        if (c["latent_steps"] != args.latent_steps and c["mode"] in ("latentmas", "diffmas")
+                and not c["label"].endswith(NO_TRACE)):
             continue
         ppl = ci(c["perplexity"], c["perplexity_ci"]) if "perplexity" in c else "-"
         sc = f"{ci(c['sc_em'], c['sc_em_ci'])} (n={c['sc_n']})" if "sc_em" in c else "-"
@@ -162,7 +168,8 @@ def table(cells: list[dict]) -> str:
         lines += ["", "EM against latent steps per upstream agent:", "",
                   "| mode | " + " | ".join(f"m={m}" for m in ablation) + " |",
                   "| --- |" + " --- |" * len(ablation)]
-        for label in sorted({c["label"] for c in cells if c["mode"] in ("latentmas", "diffmas")}):
+        for label in sorted({c["label"] for c in cells if c["mode"] in ("latentmas", "diffmas")
+                             and not c["label"].endswith(NO_TRACE)}):
             by_steps = {c["latent_steps"]: c for c in cells if c["label"] == label}
             lines.append(f"| {label} | " + " | ".join(
                 f"{ci(by_steps[m]['em'], by_steps[m]['em_ci'])} (n={by_steps[m]['n']})" if m in by_steps else "-"
@@ -175,10 +182,10 @@ def plot(cells: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label in sorted({c["label"] for c in cells}):
         group = sorted((c for c in cells if c["label"] == label), key=lambda c: c["latent_steps"])
-        if group[0]["mode"] in ("single", "textmas"):
+        if group[0]["mode"] in ("single", "textmas") or label.endswith(NO_TRACE):
             c = group[0]
             ax.axhline(c["em"], linestyle="--", linewidth=1, label=f"{label} (n={c['n']})",
-                       color="grey" if label == "single" else "tab:brown")
+                       color={"single": "grey", "textmas": "tab:brown"}.get(label, "black"))
             continue
         xs = [c["latent_steps"] for c in group]
         ems = [c["em"] for c in group]
@@ -198,6 +205,8 @@ rows_spec = [(mode, mode) for mode in args.modes] + [(f"diffmas-{a.split('=', 1)
 for label, mode in rows_spec:
     steps = args.latent_steps if mode in ("latentmas", "diffmas") else 0
     run_cell(label, mode, steps, range(args.episodes), full=True)
+    if mode == "diffmas" and args.no_trace_control:
+        run_cell(label + NO_TRACE, mode, 0, range(args.episodes), full=True)
 for m in args.ablation:
     for label, mode in rows_spec:
         if mode in ("latentmas", "diffmas") and m != args.latent_steps:

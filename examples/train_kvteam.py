@@ -10,7 +10,7 @@ Stages (``--stages`` picks some, in this order):
 3. ``sft``: the DiffMAS Solver's LoRA (rank 8, alpha 16) trained over the LatentMAS trace of the
    frozen backbone, with gradients stopped at the trace and flowing into the upstream agents'
    LoRA (`lmgym.training.kvteam_sft`), on other training seeds.
-4. ``install``: the backbone in half precision and both adapters under
+4. ``install``: the backbone (float32) and both adapters under
    ``lmgym/policies/checkpoints/kvteam/`` (what `benchmarks/kvteam.py` loads).
 
     python examples/train_kvteam.py --out runs/kvteam --install
@@ -44,11 +44,11 @@ parser.add_argument("--out", default="runs/kvteam")
 parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES[:3]))
 parser.add_argument("--install", action="store_true", help="also run the install stage")
 parser.add_argument("--problems", type=int, default=8000, help="training problems per step count (1-4 steps)")
-parser.add_argument("--backbone-steps", type=int, default=3000)
+parser.add_argument("--backbone-steps", type=int, default=700)
 parser.add_argument("--hidden-size", type=int, default=128)
 parser.add_argument("--num-layers", type=int, default=4)
 parser.add_argument("--sft-problems", type=int, default=2000, help="Arith-v0 problems the Solver's LoRA trains on")
-parser.add_argument("--sft-steps", type=int, default=300)
+parser.add_argument("--sft-steps", type=int, default=120)
 parser.add_argument("--sft-lr", type=float, default=2e-3, help="DiffMAS's 5e-5 is for 8B models and long runs")
 parser.add_argument("--latent-steps", type=int, default=10)
 parser.add_argument("--seed", type=int, default=0)
@@ -95,7 +95,8 @@ if "sft" in stages:
 
 # --- 4. install -------------------------------------------------------------------------------
 if "install" in stages:
-    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALL_DIR / "arith-ar")
+    # float32 (3.4 MB): the adapters were trained over exactly these weights
+    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALL_DIR / "arith-ar", half=False)
     for gradient in ("stop", "flow"):
         target = INSTALL_DIR / f"arith-diffmas-{gradient}"
         shutil.rmtree(target, ignore_errors=True)
