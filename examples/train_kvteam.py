@@ -101,6 +101,7 @@ if "install" in stages:
         target = INSTALL_DIR / f"arith-diffmas-{gradient}"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target)
+        (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
         meta_path = target / "lmgym.json"
         meta = json.loads(meta_path.read_text())
         meta["kvteam"]["backbone"] = "arith-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)

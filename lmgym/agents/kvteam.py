@@ -94,7 +94,7 @@ def extract_answer(text: str, numeric: bool = False) -> str:
     line), up to the line's end; with ``numeric``, the last number in it (GSM8K-style)."""
     matches = _ANSWER.findall(text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    answer = matches[-1].splitlines()[0].strip() if matches else (lines[-1] if lines else "")
+    answer = (matches[-1].splitlines() or [""])[0].strip() if matches else (lines[-1] if lines else "")
     if numeric:
         numbers = _NUMBER.findall(answer) or _NUMBER.findall(text)
         return numbers[-1].rstrip(".") if numbers else answer

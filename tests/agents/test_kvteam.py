@@ -155,5 +155,6 @@ def test_roles_and_answers():
     assert extract_answer("The total is 1,204.", numeric=True) == "1,204"
     assert extract_answer("Paris is the capital.\nIt is France.") == "It is France"
     assert extract_answer("answer: J. R. R. Tolkien\nmore") == "J. R. R. Tolkien"
+    assert extract_answer("3 + 4 = 7. Answer:") == "" and extract_answer("") == ""
     assert majority_answer(["7", "8", "8 ", "7"]) == "7"  # tie: the first drawn
     assert majority_answer(["7", "8", "8"]) == "8"
