@@ -163,7 +163,8 @@ def table(cells: list[dict]) -> str:
         lines.append(f"| {c['label']} | {c['n']} | {ci(c['em'], c['em_ci'])} | {c['f1'][0]:.2f} | {ppl} | {sc} "
                      f"| {ci(c['seconds'][0], c['seconds'][1:])} | {c['generated_tokens'][0]:.1f} "
                      f"| {c['trace_bytes'] / 1024:.1f} |")
-    ablation = sorted({c["latent_steps"] for c in cells if c["mode"] in ("latentmas", "diffmas")})
+    ablation = sorted({c["latent_steps"] for c in cells if c["mode"] in ("latentmas", "diffmas")
+                       and not c["label"].endswith(NO_TRACE)})
     if len(ablation) > 1:
         lines += ["", "EM against latent steps per upstream agent:", "",
                   "| mode | " + " | ".join(f"m={m}" for m in ablation) + " |",
