@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import time
@@ -46,7 +45,7 @@ import numpy as np
 import lmgym  # noqa: F401
 from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.agents.preact import DEFAULT_CHECKPOINT
-from lmgym.benchmarks.report import _pyplot, wilson_interval
+from lmgym.benchmarks.report import _pyplot, mean_interval, wilson_interval
 from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
@@ -90,13 +89,6 @@ def turns_of(folder: Path) -> dict[str, list[dict]]:
     """Each episode's per-turn agent records (decoded_s, ...) with its action, by row key."""
     return {rollout["key"]: [dict(json.loads(step.get("agent_json") or "{}"), action=step["action"])
                              for step in rollout["steps"]] for rollout in read_jsonl(folder / "transcripts.jsonl")}
-
-
-def mean_interval(values: list[float]) -> tuple[float, float, float]:
-    """Mean and its normal 95% interval."""
-    mean = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return mean, mean - half, mean + half
 
 
 def ratio_interval(numerator: list[float], denominator: list[float], seed: int = 0) -> tuple[float, float, float]:

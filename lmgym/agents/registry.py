@@ -33,6 +33,11 @@ AGENTS: dict[str, str] = {
     "aod-editor": "lmgym.agents.aod:AoDEditor",
     "aod-ppo": "lmgym.agents.aod:AoDPolicy",
     "aod-scalar": "lmgym.agents.aod:AoDScalar",
+    # KV-communicating teams over one backbone (lmgym.agents.kvteam)
+    "single": "lmgym.agents.kvteam:SingleAgent",
+    "textmas": "lmgym.agents.kvteam:TextMASAgent",
+    "latentmas": "lmgym.agents.kvteam:LatentMASAgent",
+    "diffmas": "lmgym.agents.kvteam:DiffMASAgent",
 }
 
 

@@ -11,6 +11,7 @@ the finished episodes (``episodes``), never a silent loss.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,13 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     n = only_first + only_second
     tail = sum(math.comb(n, k) for k in range(min(only_first, only_second) + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def mean_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and its normal 95% interval (mean +- 1.96 standard errors; nan for one value)."""
+    mean = statistics.fmean(values)
+    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
+    return mean, mean - half, mean + half
 
 
 def _mean(values: list[float]) -> float | None:

@@ -129,6 +129,24 @@ def _register_all() -> None:
             f"HotPotQA search over a generated encyclopedia ({difficulty}: procedural, unlimited)",
             max_episode_steps=7, kwargs={"difficulty": difficulty}, requires_modules=search_modules,
         ))
+    # --- single-answer reasoning (issue 19): the tasks of the multi-agent KV-team comparison ---
+    # 3 steps: one answer and two malformed tries.
+    for variant, steps in (("", 3), ("-Easy", 2), ("-Hard", 5)):
+        register_env(EnvEntry(
+            f"lmgym/Arith{variant}-v0", "lmgym.envs.arith:ArithEnv",
+            f"Multi-step arithmetic word problems with exact answers ({steps} steps; procedural, unlimited)",
+            max_episode_steps=3, kwargs={"num_steps": steps},
+        ))
+    register_env(EnvEntry(
+        "lmgym/HotPotQA-Distractor-v0", "lmgym.envs.hotpotqa.reading:HotPotQADistractorEnv",
+        "Answer a real HotPotQA question from its 10 paragraphs in one finish[] (official distractor setting)",
+        max_episode_steps=3, requires_data="hotpotqa",
+    ))
+    register_env(EnvEntry(
+        "lmgym/HotPotQA-Distractor-Gen-v0", "lmgym.envs.hotpotqa.reading:HotPotQADistractorGenEnv",
+        "The distractor reading setting over a generated encyclopedia (procedural, unlimited)",
+        max_episode_steps=3,
+    ))
     # --- PromptEdit-JSON: edit a frozen generator's prompt (issue 7, lmgym/envs/promptedit) ---
     for variant, folder in (("MultiWOZ", "multiwoz"), ("SelfInstruct", "self_instruct"),
                             ("SuperNI", "super_natural_instructions"), ("TruthfulQA", "truthfulqa")):

@@ -107,13 +107,15 @@ def generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
              max_new_tokens: int = 64, temperature: float = 0.0, top_p: float = 1.0,
              eos_token_id: int | Sequence[int] | None = None, cache: DynamicCache | None = None,
              cache_mask: torch.Tensor | None = None, stop_check=None, generator=None,
-             return_logprobs: bool = False) -> GenerationOutput:
+             return_logprobs: bool = False, position_offset: int | None = None) -> GenerationOutput:
     """Decode up to ``max_new_tokens`` after a left-padded batch (B, P), continuing ``cache``.
 
     ``cache`` holds earlier tokens of each row (positions continue after them); ``cache_mask``
     (B, cache length) marks its real entries, 0 on a row's left padding (None: all real), so
     rows with cached prefixes of different lengths share one batch. ``stop_check(row, new_ids)
     -> bool`` ends a row early (stop strings). ``generator``: one for the batch or one per row.
+    ``position_offset``: the position of the first input token, where it is not the cache
+    length (a cache cut down to parts of a longer trace keeps its positions; every row alike).
     """
     batch = input_ids.shape[0]
     device = input_ids.device
@@ -126,6 +128,8 @@ def generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
     full_mask = torch.cat([cache_mask.to(attention_mask.dtype), attention_mask], dim=1)
     # real tokens count positions from each row's own cached length; left padding is clamped
     cached = cache_mask.long().sum(dim=1, keepdim=True)  # (B, 1)
+    if position_offset is not None:
+        cached = torch.full_like(cached, position_offset)
     positions = (cached + attention_mask.long().cumsum(dim=1) - 1).clamp(min=0)  # (B, P)
     eos_ids = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []), device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)

@@ -45,16 +45,21 @@ CHAT_TEMPLATE = (
 )
 
 
-def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 1024, min_frequency: int = 2) -> PreTrainedTokenizerFast:
+def train_bpe_tokenizer(texts: Iterable[str], vocab_size: int = 1024, min_frequency: int = 2,
+                        split_digits: bool = False) -> PreTrainedTokenizerFast:
     """Train a byte-level BPE on ``texts``; special tokens take ids 0-4 in `SPECIAL_TOKENS` order.
 
     The result is deterministic for the same texts in the same order (the trainer breaks
-    frequency ties by the pair's bytes).
+    frequency ties by the pair's bytes). ``split_digits`` gives every digit its own token, as
+    LLaMA's tokenizer does (Touvron et al. 2023, arXiv:2302.13971, sec. 2.1): a small model then
+    learns column arithmetic instead of a table of multi-digit tokens.
     """
     bpe = Tokenizer(models.BPE())
     # add_prefix_space=False: a prompt and its answer are concatenated as ids, not as text,
     # so a leading space must mean a real space.
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+                         if split_digits else byte_level)
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

@@ -88,6 +88,8 @@ class LMTrainConfig:
     """tokenizer folder; None: the init model's, else a byte-level BPE trained on the data"""
     vocab_size: int = 1024
     """BPE vocabulary when the tokenizer is trained here"""
+    split_digits: bool = False
+    """a tokenizer trained here gives every digit its own token (for arithmetic)"""
     hidden_size: int = 128
     """width of a model built from scratch"""
     num_layers: int = 4
@@ -287,7 +289,7 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
         if cfg.tokenizer:
             tokenizer = load_tokenizer(cfg.tokenizer)
         else:  # the tokenizer learns from the same text the model will read
-            tokenizer = train_bpe_tokenizer(texts, vocab_size=cfg.vocab_size)
+            tokenizer = train_bpe_tokenizer(texts, vocab_size=cfg.vocab_size, split_digits=cfg.split_digits)
         size = TinyConfig(hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
                           num_kv_heads=max(1, cfg.num_heads // 2), intermediate_size=3 * cfg.hidden_size,
                           max_positions=cfg.max_prompt_tokens + cfg.max_answer_tokens + 8)

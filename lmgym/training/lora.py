@@ -14,12 +14,17 @@ from transformers import PreTrainedModel
 LLAMA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
+def lora_config(r: int = 8, alpha: int = 16, dropout: float = 0.0,
+                target_modules: tuple[str, ...] = LLAMA_TARGETS) -> LoraConfig:
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules),
+                      task_type="CAUSAL_LM")
+
+
 def add_lora(model: PreTrainedModel, r: int = 8, alpha: int = 16, dropout: float = 0.0,
-             target_modules: tuple[str, ...] = LLAMA_TARGETS) -> PeftModel:
-    """Wrap ``model`` with rank-``r`` adapters; only they are trainable afterwards."""
-    config = LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules=list(target_modules),
-                        task_type="CAUSAL_LM")
-    return get_peft_model(model, config)
+             target_modules: tuple[str, ...] = LLAMA_TARGETS, adapter_name: str = "default") -> PeftModel:
+    """Wrap ``model`` with rank-``r`` adapters named `adapter_name`; only they are trainable
+    afterwards (a second adapter: ``model.add_adapter(name, lora_config(...))``)."""
+    return get_peft_model(model, lora_config(r, alpha, dropout, target_modules), adapter_name=adapter_name)
 
 
 def trainable_parameters(model) -> tuple[int, int]:

@@ -1,0 +1,220 @@
+"""The KV-communicating team, four ways: single, TextMAS, LatentMAS and DiffMAS on held-out seeds.
+
+Every mode answers the same questions (seeds 0..N-1 of ``--env``; the training data came from
+seeds >= 1,000,000) with the same backbone (`lmgym.agents.kvteam`). Per question:
+
+* EM (and F1 on HotPotQA) of the greedy answer, scored by the env itself (``finish[answer]``);
+* answer perplexity: exp of the mean NLL per token of the env's reference completion (its
+  worked solution, ending ``Answer: <gold>``) after the Solver's prompt on the mode's trace;
+* self-consistency: the majority answer of ``--samples`` Solver samples (temperature 0.7,
+  top-p 0.95) over one trace, scored by the env (Wang et al. 2023, arXiv:2203.11171);
+* seconds end to end (greedy run: every agent, the Solver's decoding included), tokens generated
+  by every agent, and the trace memory in bytes (what the Solver reads before its prompt).
+
+Rows are written one per (row, latent steps, seed) to ``episodes.jsonl`` and skipped when the
+run is resumed. ``--ablation`` repeats LatentMAS (and each DiffMAS adapter, trained at its own
+number of steps) at other numbers of latent steps. Writes ``summary.json``, ``table.md`` (rows
+modes, columns metrics, 95% intervals: Wilson for rates, normal for means) and
+``latent_steps.png`` (EM against latent steps) under ``--out``.
+
+    python benchmarks/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
+        --adapters stop=arith-diffmas-stop flow=arith-diffmas-flow --ablation 0 5 10 20 40 --out runs/kvteam/arith-tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import torch
+
+import lmgym  # noqa: F401  (registers the envs)
+from lmgym.agents.kvteam import KVTeam, load_adapters, load_backbone, majority_answer, resolve_installed
+from lmgym.agents.runner import agent_seed
+from lmgym.benchmarks.report import _pyplot, mean_interval, wilson_interval
+from lmgym.envs.registry import family_of
+from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.policies.checkpoints import read_meta
+
+SC_TEMPERATURE = 0.7
+NO_TRACE = "-notrace"
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--backbone", default="arith-ar", help="'smollm2', an installed name or a model folder")
+parser.add_argument("--env", default="lmgym/Arith-v0")
+parser.add_argument("--episodes", type=int, default=100, help="held-out seeds 0..N-1")
+parser.add_argument("--modes", nargs="*", default=["single", "textmas", "latentmas"],
+                    help="training-free modes (DiffMAS rows come from --adapters)")
+parser.add_argument("--adapters", nargs="*", default=[], help="DiffMAS rows as LABEL=FOLDER (kvteam_sft output)")
+parser.add_argument("--latent-steps", type=int, default=10)
+parser.add_argument("--ablation", type=int, nargs="*", default=[], help="other latent steps for the latent rows")
+parser.add_argument("--ablation-episodes", type=int, default=None, help="seeds per ablation cell (default --episodes)")
+parser.add_argument("--no-trace-control", action="store_true",
+                    help="also run each adapter's Solver with an empty trace: the LoRA's SFT without the team")
+parser.add_argument("--samples", type=int, default=5, help="self-consistency samples (0: skip)")
+parser.add_argument("--no-perplexity", action="store_true")
+parser.add_argument("--max-new-tokens", type=int, default=64)
+parser.add_argument("--text-tokens", type=int, default=48, help="TextMAS message budget per upstream agent")
+parser.add_argument("--out", default="runs/kvteam/bench")
+args = parser.parse_args()
+torch.set_num_threads(1)
+out = Path(args.out)
+out.mkdir(parents=True, exist_ok=True)
+rows_path = out / "episodes.jsonl"
+numeric = family_of(args.env) == "Arith"
+
+
+def score(env, seed: int, answer: str) -> dict:
+    """The env's own verdict on ``finish[answer]`` for the question of `seed`."""
+    env.reset(seed=seed)
+    info = env.step(f"finish[{answer}]")[4]
+    return {"em": float(info["em"]), "f1": float(info.get("f1", info["em"]))}
+
+
+def make_team(label: str, mode: str, latent_steps: int) -> KVTeam:
+    if mode == "diffmas":
+        name = label.split("-", 1)[1].removesuffix(NO_TRACE)
+        folder = resolve_installed(dict(a.split("=", 1) for a in args.adapters)[name])
+        trained = read_meta(folder)["kvteam"]
+        model, tokenizer = load_backbone(resolve_installed(args.backbone))
+        model = load_adapters(model, folder)
+        keep, upstream = trained["keep"], trained["gradient"] == "flow"
+    else:
+        model, tokenizer = backbone
+        keep, upstream = "all", False
+    agents = 1 if label.endswith(NO_TRACE) else 4  # the control: the Solver and its LoRA alone
+    return KVTeam(model, tokenizer, mode, num_agents=agents, latent_steps=latent_steps, keep=keep,
+                  text_tokens=args.text_tokens, max_new_tokens=args.max_new_tokens, upstream_adapter=upstream)
+
+
+def run_cell(label: str, mode: str, latent_steps: int, seeds: range, full: bool) -> None:
+    """Evaluate one (row, latent steps) on `seeds`, appending one line per seed not done yet."""
+    done = {(r["label"], r["latent_steps"], r["seed"]) for r in read_jsonl(rows_path)} if rows_path.exists() else set()
+    todo = [s for s in seeds if (label, latent_steps, s) not in done]
+    if not todo:
+        return
+    team, env = make_team(label, mode, latent_steps), gym.make(args.env)
+    for seed in todo:
+        observation, info = env.reset(seed=seed)
+        greedy = team.solve(observation, seed=agent_seed(seed), numeric=numeric)[0]
+        row = {"label": label, "mode": mode, "latent_steps": latent_steps, "seed": seed, "answer": greedy.answer,
+               "text": greedy.text, **score(env, seed, greedy.answer), "seconds": greedy.seconds,
+               "generated_tokens": greedy.generated_tokens, "trace_bytes": greedy.trace_bytes,
+               "trace_tokens": greedy.trace_tokens}
+        if full and not args.no_perplexity:
+            row["nll"], row["nll_tokens"] = team.reference_nll(observation, info["expert_reasoning"])
+        if full and args.samples:
+            answers = [o.answer for o in team.solve(observation, temperature=SC_TEMPERATURE, seed=agent_seed(seed),
+                                                    samples=args.samples, numeric=numeric)]
+            row["sc_answer"] = majority_answer(answers)
+            row["sc_em"] = score(env, seed, row["sc_answer"])["em"]
+        append_jsonl(rows_path, row)
+        print(f"{label} m={latent_steps} seed {seed}: em {row['em']:.0f} ({row['answer']!r}) {row['seconds']:.1f} s",
+              file=sys.stderr, flush=True)
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    cells = {}
+    for row in rows:
+        cells.setdefault((row["label"], row["latent_steps"]), []).append(row)
+    result = []
+    for (label, steps), group in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        n, wins = len(group), sum(r["em"] for r in group)
+        cell = {"label": label, "mode": group[0]["mode"], "latent_steps": steps, "n": n, "em": wins / n,
+                "em_ci": wilson_interval(int(wins), n), "f1": mean_interval([r["f1"] for r in group]),
+                "seconds": mean_interval([r["seconds"] for r in group]),
+                "generated_tokens": mean_interval([r["generated_tokens"] for r in group]),
+                "trace_bytes": statistics.fmean(r["trace_bytes"] for r in group)}
+        scored = [r for r in group if "nll" in r]
+        if scored:  # perplexity over all reference tokens; interval from the per-question mean log-perplexity
+            cell["perplexity"] = math.exp(sum(r["nll"] for r in scored) / sum(r["nll_tokens"] for r in scored))
+            low, high = mean_interval([r["nll"] / r["nll_tokens"] for r in scored])[1:]
+            cell["perplexity_ci"] = (math.exp(low), math.exp(high)) if len(scored) > 1 else (math.nan, math.nan)
+        voted = [r for r in group if "sc_em" in r]
+        if voted:
+            sc = sum(r["sc_em"] for r in voted)
+            cell["sc_em"], cell["sc_em_ci"], cell["sc_n"] = sc / len(voted), wilson_interval(int(sc), len(voted)), len(voted)
+        result.append(cell)
+    return result
+
+
+def ci(value: float, interval, digits: int = 2) -> str:
+    return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
+def table(cells: list[dict]) -> str:
+    lines = [f"`{args.env}`, backbone `{args.backbone}`, {args.latent_steps} latent steps, seeds 0..{args.episodes - 1}; "
+             f"self-consistency over {args.samples} samples at temperature {SC_TEMPERATURE}.", "",
+             "| mode | n | EM [95% CI] | F1 | answer perplexity [95% CI] | self-consistency EM [95% CI] "
+             "| seconds / question [95% CI] | generated tokens | trace memory (KiB) |",
+             "| --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: |"]
+    for c in cells:
+        if (c["latent_steps"] != args.latent_steps and c["mode"] in ("latentmas", "diffmas")
+                and not c["label"].endswith(NO_TRACE)):
+            continue
+        ppl = ci(c["perplexity"], c["perplexity_ci"]) if "perplexity" in c else "-"
+        sc = f"{ci(c['sc_em'], c['sc_em_ci'])} (n={c['sc_n']})" if "sc_em" in c else "-"
+        lines.append(f"| {c['label']} | {c['n']} | {ci(c['em'], c['em_ci'])} | {c['f1'][0]:.2f} | {ppl} | {sc} "
+                     f"| {ci(c['seconds'][0], c['seconds'][1:])} | {c['generated_tokens'][0]:.1f} "
+                     f"| {c['trace_bytes'] / 1024:.1f} |")
+    ablation = sorted({c["latent_steps"] for c in cells if c["mode"] in ("latentmas", "diffmas")
+                       and not c["label"].endswith(NO_TRACE)})
+    if len(ablation) > 1:
+        lines += ["", "EM against latent steps per upstream agent:", "",
+                  "| mode | " + " | ".join(f"m={m}" for m in ablation) + " |",
+                  "| --- |" + " --- |" * len(ablation)]
+        for label in sorted({c["label"] for c in cells if c["mode"] in ("latentmas", "diffmas")
+                             and not c["label"].endswith(NO_TRACE)}):
+            by_steps = {c["latent_steps"]: c for c in cells if c["label"] == label}
+            lines.append(f"| {label} | " + " | ".join(
+                f"{ci(by_steps[m]['em'], by_steps[m]['em_ci'])} (n={by_steps[m]['n']})" if m in by_steps else "-"
+                for m in ablation) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(cells: list[dict], path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label in sorted({c["label"] for c in cells}):
+        group = sorted((c for c in cells if c["label"] == label), key=lambda c: c["latent_steps"])
+        if group[0]["mode"] in ("single", "textmas") or label.endswith(NO_TRACE):
+            c = group[0]
+            ax.axhline(c["em"], linestyle="--", linewidth=1, label=f"{label} (n={c['n']})",
+                       color={"single": "grey", "textmas": "tab:brown"}.get(label, "black"))
+            continue
+        xs = [c["latent_steps"] for c in group]
+        ems = [c["em"] for c in group]
+        errors = [[c["em"] - c["em_ci"][0] for c in group], [c["em_ci"][1] - c["em"] for c in group]]
+        ax.errorbar(xs, ems, yerr=errors, marker="o", capsize=3, label=label)
+    ax.set(xlabel="latent steps per upstream agent", ylabel="EM (Wilson 95% CI)", ylim=(0, 1),
+           title=f"{args.env.split('/')[-1]}, backbone {args.backbone}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+# --- run ----------------------------------------------------------------------------------------
+started = time.time()
+backbone = load_backbone(resolve_installed(args.backbone))
+rows_spec = [(mode, mode) for mode in args.modes] + [(f"diffmas-{a.split('=', 1)[0]}", "diffmas") for a in args.adapters]
+for label, mode in rows_spec:
+    steps = args.latent_steps if mode in ("latentmas", "diffmas") else 0
+    run_cell(label, mode, steps, range(args.episodes), full=True)
+    if mode == "diffmas" and args.no_trace_control:
+        run_cell(label + NO_TRACE, mode, 0, range(args.episodes), full=True)
+for m in args.ablation:
+    for label, mode in rows_spec:
+        if mode in ("latentmas", "diffmas") and m != args.latent_steps:
+            run_cell(label, mode, m, range(args.ablation_episodes or args.episodes), full=False)
+cells = summarize(list(read_jsonl(rows_path)))
+atomic_write_json(out / "summary.json", {"args": vars(args), "cells": cells, "wall_s_this_run": time.time() - started})
+atomic_write_text(out / "table.md", table(cells))
+if args.ablation:
+    plot(cells, out / "latent_steps.png")
+print(table(cells))

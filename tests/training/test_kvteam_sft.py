@@ -1,0 +1,72 @@
+"""The DiffMAS Solver's LoRA SFT: it learns a trivial task over the trace, the backbone stays
+frozen, and gradients reach the upstream agents' LoRA only with --gradient flow."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from lmgym.agents.kvteam import ROLE_INSTRUCTIONS, KVTeam, load_adapters, load_backbone
+from lmgym.policies.checkpoints import save_checkpoint
+from lmgym.policies.tokenizer import train_bpe_tokenizer
+from lmgym.rollouts import Episode, Step, write_episodes
+from lmgym.training.kvteam_sft import KVTeamSFTConfig, train
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("kvteam_sft")
+    questions = [f"Question: what is the colour of box {k}?" for k in range(8)]
+    tokenizer = train_bpe_tokenizer(list(ROLE_INSTRUCTIONS.values()) + questions + ["Answer: red"], vocab_size=300)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         # wide output embeddings: with the default 0.02 no hidden state reaches a
+                         # confident logit, and a LoRA on the blocks alone could not learn anything
+                         initializer_range=0.5)
+    torch.manual_seed(0)
+    save_checkpoint(folder / "base", LlamaForCausalLM(config), tokenizer, {"kind": "ar"})
+    # the trivial task: every question's reference completion is "Answer: red"
+    episodes = [Episode("lmgym/Arith-v0", k, q, "expert", [Step(q, "finish[red]", 1.0, True, False, True, True,
+                                                              reasoning="Answer: red")]) for k, q in enumerate(questions)]
+    write_episodes(folder / "data.jsonl", episodes)
+    return folder
+
+
+def _run(folder, gradient, steps, lr=3e-2):
+    out = folder / f"{gradient}-{steps}"
+    train(KVTeamSFTConfig(data=(str(folder / "data.jsonl"),), backbone=str(folder / "base"), out=str(out),
+                          gradient=gradient, latent_steps=2, steps=steps, batch_size=2, lr=lr, log_every=1, quiet=True))
+    losses = [json.loads(line)["train/loss"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return out / "adapter", losses
+
+
+@pytest.mark.parametrize("gradient", ["stop", "flow"])
+def test_learns_a_trivial_task_with_the_backbone_frozen(setup, gradient):
+    before = load_file(setup / "base" / "model.safetensors")
+    adapter, losses = _run(setup, gradient, steps=30)
+    assert sum(losses[-5:]) / 5 < 0.3 * sum(losses[:3]) / 3, losses
+    after = load_file(setup / "base" / "model.safetensors")
+    assert all(torch.equal(before[k], after[k]) for k in before)  # the backbone file is untouched
+    model, tokenizer = load_backbone(str(setup / "base"))
+    team_model = load_adapters(model, adapter)
+    base_weights = {n: p for n, p in team_model.named_parameters() if "lora_" not in n}
+    assert all(not p.requires_grad for p in base_weights.values())
+    meta = json.loads((adapter / "lmgym.json").read_text())
+    assert meta["kvteam"]["gradient"] == gradient and meta["kvteam"]["latent_steps"] == 2
+    team = KVTeam(team_model, tokenizer, "diffmas", latent_steps=2, max_new_tokens=6,
+                  upstream_adapter=gradient == "flow")
+    assert team.solve("Question: what is the colour of box 3?")[0].answer == "red"
+
+
+def test_gradients_reach_the_upstream_lora_only_when_they_flow(setup):
+    stop, _ = _run(setup, "stop", steps=2)
+    flow, _ = _run(setup, "flow", steps=2)
+    assert not (stop / "upstream").exists()
+    upstream = load_file(flow / "upstream" / "adapter_model.safetensors")
+    lora_b = [v for k, v in upstream.items() if "lora_B" in k]
+    # B starts at zero: it moved only if the Solver's loss reached it through the trace
+    assert lora_b and any(v.abs().sum() > 0 for v in lora_b)
