@@ -7,6 +7,7 @@ AssertionError with a message that says what broke.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pickle
@@ -167,13 +168,24 @@ def check_pickle(env_id: str, seed: int = 3, steps: int = 5) -> None:
     clone.close()
 
 
+def make_registered(env_id: str) -> gym.Env:
+    """`gym.make` by reference to this module, so a fresh worker process imports lmgym (and
+    registers its ids) before making the env."""
+    return gym.make(env_id)
+
+
 def check_vector_envs(env_id: str, num_envs: int = 2, steps: int = 3) -> None:
-    """SyncVectorEnv and AsyncVectorEnv(shared_memory=False) step with admissible actions."""
+    """SyncVectorEnv and AsyncVectorEnv(shared_memory=False) step with admissible actions.
+
+    The async workers start from a fork server, not a fork of this process: an env that runs a
+    torch model (PromptEdit's generator) deadlocks in a child forked from a process whose torch
+    thread pool is already running (measured: PromptEdit-SuperNI's reset never returned after a
+    matrix product in the parent; with ``context="forkserver"`` it took 10 s)."""
     for make_vector in (
         lambda fns: gym.vector.SyncVectorEnv(fns),
-        lambda fns: gym.vector.AsyncVectorEnv(fns, shared_memory=False),
+        lambda fns: gym.vector.AsyncVectorEnv(fns, shared_memory=False, context="forkserver"),
     ):
-        vec = make_vector([lambda: gym.make(env_id) for _ in range(num_envs)])
+        vec = make_vector([functools.partial(make_registered, env_id) for _ in range(num_envs)])
         observations, infos = vec.reset(seed=list(range(num_envs)))
         assert len(observations) == num_envs and all(isinstance(o, str) and o for o in observations)
         for _ in range(steps):
