@@ -18,13 +18,17 @@ seeds >= 1,000,000, held out from the benchmark's 0..N-1): the first step's obse
 question and its reasoning (the env's worked solution, ending ``Answer: <gold>``) the target.
 
 Everything random comes from ``--seed`` (LoRA's initial A matrices, the batch of step k from a
-generator seeded with (seed, k)). Outputs in ``--out``: ``adapter/solver/`` (and
-``adapter/upstream/``), ``adapter/lmgym.json`` (the trace settings the agent reads back),
-``metrics.jsonl`` (``train/loss``, ``train/lr``, ``train/grad_norm``, ``train/step``).
+generator seeded with (seed, k)), so an interrupted run resumes exactly: ``--save-every N``
+writes the adapters with the optimizer state and the step every N steps, and a run whose
+``--out`` holds them continues from there (``--no-resume`` starts afresh). Outputs in
+``--out``: ``adapter/solver/`` (and ``adapter/upstream/``), ``adapter/lmgym.json`` (the trace
+settings the agent reads back, and the step), ``adapter/optimizer.pt``, ``metrics.jsonl``
+(``train/loss``, ``train/lr``, ``train/grad_norm``, ``train/step``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import sys
@@ -37,9 +41,12 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 import tyro
+from peft import set_peft_model_state_dict
+from safetensors.torch import load_file
 
 from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
 from lmgym.io import append_jsonl, atomic_write_json
+from lmgym.policies.checkpoints import OPTIMIZER_FILE
 from lmgym.rollouts import read_episodes
 from lmgym.training.lora import add_lora, lora_config, trainable_parameters
 
@@ -80,6 +87,10 @@ class KVTeamSFTConfig:
     """seed of the LoRA init and the batches"""
     log_every: int = 10
     """steps between metric lines"""
+    save_every: int = 0
+    """write the adapters and optimizer state every N steps (0: only at the end)"""
+    resume: bool = True
+    """continue from OUT/adapter when it holds an unfinished run"""
     threads: int = 1
     """torch CPU threads"""
     device: str | None = None
@@ -121,20 +132,38 @@ def build_team_model(backbone, cfg: KVTeamSFTConfig):
     return model
 
 
-def save_adapters(out: Path, model, meta: dict) -> Path:
-    """Write adapter/{solver,upstream}/ and adapter/lmgym.json atomically (a new folder renamed over)."""
+def save_adapters(out: Path, model, meta: dict, optimizer: torch.optim.Optimizer | None = None) -> Path:
+    """Write adapter/{solver,upstream}/, adapter/lmgym.json and the optimizer state atomically
+    (a new folder renamed over the old one)."""
     target = out / "adapter"
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".adapter-", dir=out))
     try:
         model.save_pretrained(tmp)  # peft writes each adapter but "default" into a sub-folder named after it
         atomic_write_json(tmp / "lmgym.json", meta)
+        if optimizer is not None:
+            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
         if target.exists():
             shutil.rmtree(target)
         tmp.rename(target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def resume_step(out: Path, model, optimizer: torch.optim.Optimizer, adapters: tuple[str, ...], steps: int) -> int:
+    """The step to start from: that of the interrupted run in ``out/adapter`` (its adapters and
+    optimizer state loaded), ``steps`` for a finished one, else 0."""
+    folder = out / "adapter"
+    if not (folder / "lmgym.json").is_file():
+        return 0
+    step = int(json.loads((folder / "lmgym.json").read_text())["step"])
+    if not (folder / OPTIMIZER_FILE).is_file():  # a finished run keeps no optimizer state
+        return steps if step >= steps else 0
+    for name in adapters:
+        set_peft_model_state_dict(model, load_file(folder / name / "adapter_model.safetensors"), adapter_name=name)
+    optimizer.load_state_dict(torch.load(folder / OPTIMIZER_FILE, weights_only=True))
+    return step
 
 
 def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
@@ -158,11 +187,15 @@ def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
                        "latent_steps": cfg.latent_steps, "keep": cfg.keep},
             "train_config": asdict(cfg), "examples": len(examples), "parameters": total, "trainable_parameters": trainable}
 
+    start = resume_step(out, model, optimizer, trainable_names, cfg.steps) if cfg.resume else 0
+    if start:
+        print(f"kvteam sft: resuming {out} at step {start}", file=sys.stderr, flush=True)
+
     # --- training loop ---
     metrics: dict[str, float] = {}
     started = time.time()
     report_every = 0 if cfg.quiet else max(cfg.steps // 10, 1)
-    for step in range(cfg.steps):
+    for step in range(start, cfg.steps):
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         rows = torch.randint(len(examples), (cfg.batch_size,), generator=generator).tolist()
         for group in optimizer.param_groups:
@@ -188,10 +221,13 @@ def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
             metrics = {"train/step": step + 1, "train/loss": total_loss, "train/lr": learning_rate(cfg, step),
                        "train/grad_norm": float(grad_norm), "train/seconds": time.time() - started}
             append_jsonl(out / "metrics.jsonl", metrics)
+        if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
+            save_adapters(out, model, {**meta, "step": step + 1}, optimizer)
         if report_every and ((step + 1) % report_every == 0 or step + 1 == cfg.steps):
             print(f"kvteam sft ({cfg.gradient}) step {step + 1}/{cfg.steps}: loss {total_loss:.4f}, "
                   f"{time.time() - started:.0f} s", file=sys.stderr, flush=True)
-    save_adapters(out, model, {**meta, "step": cfg.steps})
+    if start < cfg.steps:
+        save_adapters(out, model, {**meta, "step": cfg.steps})  # finished: no optimizer state to resume from
     return metrics
 
 

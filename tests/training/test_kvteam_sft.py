@@ -70,3 +70,31 @@ def test_gradients_reach_the_upstream_lora_only_when_they_flow(setup):
     lora_b = [v for k, v in upstream.items() if "lora_B" in k]
     # B starts at zero: it moved only if the Solver's loss reached it through the trace
     assert lora_b and any(v.abs().sum() > 0 for v in lora_b)
+
+
+def test_an_interrupted_run_resumes_exactly(setup, monkeypatch):
+    import lmgym.training.kvteam_sft as kvteam_sft
+
+    def config(out, **kwargs):
+        return KVTeamSFTConfig(data=(str(setup / "data.jsonl"),), backbone=str(setup / "base"), out=str(setup / out),
+                               gradient="flow", latent_steps=2, steps=4, batch_size=2, lr=3e-2, quiet=True, **kwargs)
+
+    train(config("whole"))
+    schedule = kvteam_sft.learning_rate
+
+    def interrupted(cfg, step):
+        if step == 3:
+            raise KeyboardInterrupt
+        return schedule(cfg, step)
+
+    monkeypatch.setattr(kvteam_sft, "learning_rate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(config("cut", save_every=2))
+    assert json.loads((setup / "cut" / "adapter" / "lmgym.json").read_text())["step"] == 2
+    monkeypatch.setattr(kvteam_sft, "learning_rate", schedule)
+    train(config("cut", save_every=2))
+    for adapter in ("solver", "upstream"):
+        whole = load_file(setup / "whole" / "adapter" / adapter / "adapter_model.safetensors")
+        resumed = load_file(setup / "cut" / "adapter" / adapter / "adapter_model.safetensors")
+        assert whole.keys() == resumed.keys() and all(torch.allclose(whole[k], resumed[k], atol=1e-6) for k in whole)
+    assert not (setup / "cut" / "adapter" / "optimizer.pt").exists()  # finished: nothing left to resume
