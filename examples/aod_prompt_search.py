@@ -11,6 +11,7 @@ seed k), the figure printed per method. `--generator` swaps the frozen diffusion
 The full table (every method, four tasks, 5 seeds) is benchmarks/specs/aod.yaml (docs/aod.md).
 
 Smoke test: --task SuperNI --budget 3 --episodes 1 --batch-size 4 --methods static random-edits gepa aod-editor --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
+Needs data: super_natural_instructions
 """
 
 import argparse

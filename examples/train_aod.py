@@ -18,6 +18,7 @@ iterations of `lmgym.training.pg` on training seeds, all tasks in turn; ``--inst
 to ``lmgym/policies/checkpoints/aod_editor_pg`` (the editor named ``tiny-pg``).
 
 Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --pg-iterations 1 --pg-group 2 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
+Needs data: super_natural_instructions
 """
 
 import argparse

@@ -17,6 +17,7 @@
 default editor of `lmgym.agents.prompt_search` (`DEFAULT_EDITOR`).
 
 Smoke test: --out {tmp}/editor --per-task 8 --steps 3 --hidden-size 32
+Needs data: truthfulqa self_instruct super_natural_instructions multiwoz
 """
 
 import argparse
