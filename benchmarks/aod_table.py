@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from lmgym.benchmarks.report import _pyplot
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows, run_benchmark
 from lmgym.benchmarks.spec import load_spec
 from lmgym.envs.promptedit.judge import METRIC_KEYS
@@ -130,11 +131,7 @@ def markdown(cells: dict, comparisons: list[dict], order: list[str]) -> str:
 
 
 def plot_curves(records: list[dict], order: list[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     envs = list(dict.fromkeys(r["env"] for r in records))
     fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.6), squeeze=False)
     for ax, env in zip(axes[0], envs):

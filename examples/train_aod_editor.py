@@ -21,6 +21,7 @@ Needs data: truthfulqa self_instruct super_natural_instructions multiwoz
 """
 
 import argparse
+import json
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 
 from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, edit_context
-from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, teacher_edit
+from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, absent_entries, teacher_edit
 from lmgym.envs.promptedit.edits import EditLibrary, apply_edit
 from lmgym.envs.promptedit.generators import RuleBasedGenerator
 from lmgym.envs.promptedit.judge import JudgeCluster
@@ -56,7 +57,7 @@ def random_prompt(library: EditLibrary, rng: np.random.Generator) -> str:
     """The starting prompt plus 0-4 admissible library sentences in random order."""
     prompt = library.starting_prompt
     for _ in range(int(rng.integers(5))):
-        admissible = [i for i, ok in enumerate(library.admissible(prompt)) if ok and library.entries[i].startswith(("add", "ask", "tighten"))]
+        admissible = absent_entries(library, prompt, ("add", "ask", "tighten"))
         if not admissible:
             break
         prompt = apply_edit(prompt, library.command(admissible[int(rng.integers(len(admissible)))], prompt)).prompt
@@ -93,8 +94,6 @@ out.mkdir(parents=True, exist_ok=True)
 start = time.perf_counter()
 rows = [row for task in sorted(LOADERS) for row in demonstrations(task, args.per_task)]
 data = out / "demonstrations.jsonl"
-import json  # noqa: E402
-
 atomic_write_text(data, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 print(f"{len(rows)} demonstrations in {time.perf_counter() - start:.0f} s -> {data}")
 

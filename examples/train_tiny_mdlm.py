@@ -42,7 +42,7 @@ from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.phrasings import specified_prompt_in
 from lmgym.envs.promptedit.tasks import load_task
-from lmgym.io import append_jsonl
+from lmgym.io import append_jsonl, atomic_write_text
 from lmgym.policies.checkpoints import install_checkpoint
 from lmgym.policies.record_generator import (
     AR_CHECKPOINT,
@@ -144,7 +144,7 @@ for name, task in tasks.items():
         rows.append(row)
         print(f"{name:12s} {kind:9s} json {row['json_valid']:.2f}  schema {row['schema_valid']:.2f}  TSR {row['tsr']:.2f}  "
               f"{seconds:.2f}s  e.g. {texts[0][:100]}", flush=True)
-(out / "samples.json").write_text(json.dumps(rows, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+atomic_write_text(out / "samples.json", json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
 
 if args.install:
     # write beside the default (half precision, no optimizer state, meta cleaned of this run's

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-from lmgym.agents.prompt_search.base import Evaluation, PromptEvaluator, PromptSearchAgent, draw_seeds, edited
+from lmgym.agents.prompt_search.base import (SEED_BOUND, Evaluation, PromptEvaluator, PromptSearchAgent, draw_seeds,
+                                             edited)
 from lmgym.agents.prompt_search.editor import EditorSearchAgent, edit_context
+from lmgym.agents.prompt_search.simple import WALK_LENGTH
 from lmgym.envs.promptedit.env import render_observation
 from lmgym.errors import InputError
 
-#: Edits per walk: the registered episode length T of PromptEdit.
-WALK_LENGTH = 8
 #: The policies trained by examples/train_aod.py --install, one folder per task and variant.
 POLICY_CHECKPOINTS = Path(__file__).resolve().parents[1] / "policies" / "checkpoints" / "aod"
 
@@ -63,7 +63,7 @@ class AoDEditor(AoDLoop, EditorSearchAgent):
 
     def next_edit(self, current: Evaluation) -> str:
         context = edit_context(self.env.task.description, current.prompt, feedback=current.feedback)
-        [command] = self.editor.write([context], int(self.rng.integers(2**31 - 1)))
+        [command] = self.editor.write([context], int(self.rng.integers(SEED_BOUND)))
         return command
 
 

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import tyro
 
-from lmgym.agents.prompt_search.base import edited
+from lmgym.agents.prompt_search.base import SEED_BOUND, edited
 from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context
 from lmgym.envs.promptedit.env import PromptEditEnv
 from lmgym.envs.promptedit.tasks import LOADERS
@@ -121,11 +121,11 @@ def train(cfg: PGConfig) -> dict[str, float]:
     for i in range(cfg.iterations):
         rng = np.random.default_rng(cfg.seed + i)
         env = envs[cfg.tasks[i % len(cfg.tasks)]]
-        batch_seed = int(rng.integers(2**31 - 1))
+        batch_seed = int(rng.integers(SEED_BOUND))
         prompt = random_state(env, rng)
         parent, _ = env.evaluate(prompt, batch_seed)
         context = edit_context(env.task.description, prompt, feedback=parent.feedback)
-        edits = editor.write([context] * cfg.group, int(rng.integers(2**31 - 1)))
+        edits = editor.write([context] * cfg.group, int(rng.integers(SEED_BOUND)))
         rewards, valid = [], []
         for edit in edits:
             child = edited(prompt, edit)

@@ -79,9 +79,6 @@ class PromptEvaluator:
     def remaining(self) -> int:
         return self.budget - self.calls
 
-    def known(self, prompt: str, seed: int) -> bool:
-        return (prompt, seed) in self._memo
-
     def evaluate(self, prompt: str, seed: int) -> Evaluation:
         key = (prompt, int(seed))
         if key in self._memo:

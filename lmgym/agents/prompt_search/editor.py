@@ -70,8 +70,6 @@ class LMEditor:
                  **backend_kwargs: Any):
         self.backend = make_text_backend(model=model, **backend_kwargs)
         self.params = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, stop=("\n",))
-        self.seconds = 0.0
-        self.calls = 0
 
     def render(self, context: str) -> Any:
         from lmgym.policies.tokenizer import is_lmgym_tokenizer
@@ -85,8 +83,6 @@ class LMEditor:
     def write(self, contexts: Sequence[str], seed: int) -> list[str]:
         completions = self.backend.complete([self.render(c) for c in contexts], self.params,
                                             seeds=[seed + i for i in range(len(contexts))])
-        self.calls += len(contexts)
-        self.seconds += sum(c.seconds for c in completions)
         return [c.text.strip().splitlines()[0].strip() if c.text.strip() else "" for c in completions]
 
     def close(self) -> None:

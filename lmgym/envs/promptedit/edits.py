@@ -22,7 +22,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from lmgym.envs.promptedit.phrasings import LIBRARY, phrase
+from lmgym.envs.promptedit.phrasings import LIBRARY, phrase, specified_prompt_in
 from lmgym.envs.promptedit.tasks import SchemaTask
 
 #: Longest prompt an edit may produce (characters); longer results are refused.
@@ -119,7 +119,7 @@ def variety_request(field: str) -> str:
 def specified_prompt(task: SchemaTask) -> str:
     """The starting prompt with every field hint and the format sentence appended: the prompt a
     generator trained on `training_pairs` answers with schema-valid records most often."""
-    return " ".join([task.initial_prompt] + [field_hint(task, f) for f in task.fields] + [FORMAT_SENTENCE])
+    return specified_prompt_in(task, held_out=False)  # the library's phrasing of each cue
 
 
 def example_sentence(record: dict) -> str:

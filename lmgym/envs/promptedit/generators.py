@@ -86,10 +86,6 @@ class RuleBasedGenerator:
             texts += [self.write(cues, rng) for _ in range(n)]
         return texts
 
-    def follow(self, prompt: str, rng: np.random.Generator, base: dict | None = None) -> str:
-        """One text for `prompt` by the rules above."""
-        return self.write(find_cues(self.task, prompt), rng, base)
-
     def write(self, cues: Cues, rng: np.random.Generator, base: dict | None = None) -> str:
         """One text for a prompt holding `cues`."""
         task, records = self.task, self.records
