@@ -93,7 +93,9 @@ class RecordGenerator:
         self.max_prompt_tokens = meta.get("max_prompt_tokens", DEFAULT_PROMPT_TOKENS)
         self.gen_length = max_new_tokens or meta.get("max_answer_tokens", DEFAULT_ANSWER_TOKENS)
         config = self.model.config
-        self.mask_id = meta.get("mask_token_id") or getattr(config, "mask_token_id", None) or self.tokenizer.mask_token_id
+        # the first that is set (an id of 0 is a real id, so no `or` chain)
+        self.mask_id = next((i for i in (meta.get("mask_token_id"), getattr(config, "mask_token_id", None),
+                                         self.tokenizer.mask_token_id) if i is not None), None)
         if self.kind == "mdlm" and self.mask_id is None:
             raise ValueError(f"{folder}: a masked-diffusion folder without a [MASK] token id")
         self.eos_id = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else config.eos_token_id
