@@ -56,7 +56,7 @@ from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, re
 from lmgym.policies.generation import generate
 from lmgym.policies.models import TinyConfig, build_model, llama_config
 from lmgym.training.lm import learning_rate, load_data
-from lmgym.training.objectives import frozen_copy, masked_mean
+from lmgym.training.objectives import masked_mean
 from lmgym.training.transcripts import ACT, REASON, encode_episode
 
 METHODS = ("seqkd", "kd", "rkl", "sad")
@@ -313,7 +313,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     out = Path(cfg.out)
     checkpoint = out / "checkpoint"
     teacher, tokenizer, teacher_meta = load_checkpoint(cfg.teacher, device=cfg.device, dtype=torch.float32)
-    teacher = frozen_copy(teacher)
+    teacher.requires_grad_(False)  # loaded in eval mode; nothing else holds it, so no copy is needed
     prompt = teacher_meta.get("react_prompt")
     if not prompt:
         raise InputError(f"--teacher {cfg.teacher}: its meta has no react_prompt (train it on rollouts with lmgym.training.lm)")
