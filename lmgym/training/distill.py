@@ -55,9 +55,9 @@ from lmgym.io import append_jsonl
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.policies.models import TinyConfig, build_model, llama_config
-from lmgym.training.lm import learning_rate, load_data
+from lmgym.training.lm import collate as lm_collate, learning_rate, load_data
 from lmgym.training.objectives import masked_mean
-from lmgym.training.transcripts import ACT, REASON, encode_episode
+from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example, encode_episode
 
 METHODS = ("seqkd", "kd", "rkl", "sad")
 
@@ -231,21 +231,14 @@ def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens:
 
 
 def collate(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Left-padded (B, T) batch of (context, answer, answer roles): input_ids, attention_mask,
-    and the masks of the *predicted* tokens aligned with logits[:, :-1] (B, T - 1): answer,
-    reason, act."""
-    length = max(len(c) + len(a) for c, a, _ in sequences)
-    input_ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(sequences), length), dtype=torch.long)
-    roles = torch.full((len(sequences), length), -1, dtype=torch.long)  # -1: not a completion token
-    for row, (context, answer, answer_roles) in enumerate(sequences):
-        start = length - len(context) - len(answer)
-        input_ids[row, start:] = torch.tensor(context + answer)
-        attention[row, start:] = 1
-        roles[row, length - len(answer):] = torch.tensor(answer_roles)
-    predicted = roles[:, 1:]
-    return {"input_ids": input_ids, "attention_mask": attention, "answer": predicted >= 0,
-            "reason": predicted == REASON, "act": predicted == ACT}
+    """Left-padded (B, T) batch of (context, answer, answer roles) (`lmgym.training.lm.collate`):
+    input_ids, attention_mask, and the masks of the *predicted* tokens aligned with
+    logits[:, :-1] (B, T - 1): answer, reason, act."""
+    batch = lm_collate([Example(context + answer, [CONTEXT] * len(context) + roles, len(context))
+                        for context, answer, roles in sequences], pad_id)
+    predicted = batch["roles"][:, 1:]
+    return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
+            "answer": batch["answer_mask"][:, 1:], "reason": predicted == REASON, "act": predicted == ACT}
 
 
 @torch.no_grad()
