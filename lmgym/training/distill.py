@@ -121,15 +121,20 @@ class DistillConfig:
 # --- losses: small pure functions over logits (B, T, V) and a token mask (B, T) ------------------
 
 
+def kl_divergence(p_logits: torch.Tensor, q_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) per token, summed over the vocabulary, averaged over `mask`."""
+    log_p = torch.log_softmax(p_logits.float(), dim=-1)
+    log_q = torch.log_softmax(q_logits.float(), dim=-1)
+    return masked_mean((log_p.exp() * (log_p - log_q)).sum(dim=-1), mask)
+
+
 def forward_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """KL(p_teacher || p_student) per token, summed over the vocabulary, averaged over `mask`.
 
     Hinton et al. 2015 (arXiv:1503.02531) at temperature 1; equals TRL's
     ``generalized_jsd_loss(..., beta=0)`` with the unmasked tokens' labels -100 (tested).
     """
-    student = torch.log_softmax(student_logits.float(), dim=-1)
-    teacher = torch.log_softmax(teacher_logits.float(), dim=-1)
-    return masked_mean((teacher.exp() * (teacher - student)).sum(dim=-1), mask)
+    return kl_divergence(teacher_logits, student_logits, mask)
 
 
 def reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -138,9 +143,7 @@ def reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask:
     GKD's beta = 1 end (Agarwal et al. 2024, arXiv:2306.13649, eq. for D_JSD(beta)); equals
     TRL's ``generalized_jsd_loss(..., beta=1)`` (tested).
     """
-    student = torch.log_softmax(student_logits.float(), dim=-1)
-    teacher = torch.log_softmax(teacher_logits.float(), dim=-1)
-    return masked_mean((student.exp() * (student - teacher)).sum(dim=-1), mask)
+    return kl_divergence(student_logits, teacher_logits, mask)
 
 
 def sequence_kd_loss(student_logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
