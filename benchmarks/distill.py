@@ -43,12 +43,12 @@ import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
-from lmgym.benchmarks.report import mcnemar_exact, wilson_interval
+from lmgym.benchmarks.report import _pyplot, mcnemar_exact, wilson_interval
 from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.envs.registry import family_of
-from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
+from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
 from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, prompt_profile, train
@@ -80,10 +80,9 @@ def normalized(text: str) -> str:
 
 
 @torch.no_grad()
-def cot_match(folder: Path, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
-    """Reasoning and action agreement of the model in `folder` with the teacher's own turns,
+def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
+    """Reasoning and action agreement of a loaded checkpoint with the teacher's own turns,
     given the teacher's exact prompts (see the module docstring)."""
-    model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
     prompt = meta["react_prompt"]
     profile = prompt_profile(prompt)
     states = [(example.ids[:example.answer_start], step)  # only the teacher's well-formed turns: an empty
@@ -106,12 +105,10 @@ def cot_match(folder: Path, teacher_episodes: list[Episode], batch_size: int = 1
 
 
 @torch.no_grad()
-def teacher_forced_fit(folder: Path, teacher_folder: Path, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
+def teacher_forced_fit(model, tokenizer, meta: dict, teacher, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
     """How closely the model follows the teacher on the teacher's held-out turns, teacher-forced:
     forward KL(teacher || model) per REASON and per ACT token, and the share of ACT tokens whose
     argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
-    model, tokenizer, meta = load_checkpoint(folder, dtype=torch.float32)
-    teacher = load_checkpoint(teacher_folder, dtype=torch.float32)[0]
     prompt = meta["react_prompt"]
     profile = prompt_profile(prompt)
     turns, _ = encode_turns(tokenizer, teacher_episodes, profile, meta["max_answer_tokens"])
@@ -130,9 +127,8 @@ def teacher_forced_fit(folder: Path, teacher_folder: Path, teacher_episodes: lis
             "act_token_accuracy": totals["act_hits"] / max(totals["act"], 1)}
 
 
-def decoding_stats(folder: Path, transcripts: list[dict]) -> dict:
-    """Reasoning tokens per step (the student's tokenizer) and completion tokens per second of decoding."""
-    _, tokenizer, _ = load_checkpoint(folder, dtype=torch.float32)
+def decoding_stats(tokenizer, transcripts: list[dict]) -> dict:
+    """Reasoning tokens per step (the agent's tokenizer) and completion tokens per second of decoding."""
     steps = [step for rollout in transcripts for step in rollout["steps"]]
     reasoning = [len(tokenizer.encode(step["reasoning"], add_special_tokens=False)) for step in steps]
     seconds = sum(step["seconds"] for step in steps)
@@ -142,11 +138,7 @@ def decoding_stats(folder: Path, transcripts: list[dict]) -> dict:
 
 def plot(cells: list[dict], env: str, path: Path) -> None:
     """Success (left) and teacher-forced action token accuracy (right) against student parameters, per method."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
     for method in METHODS:
         here = sorted((c for c in cells if c["env"] == env and c["method"] == method and not c["ablation"]),
@@ -250,23 +242,25 @@ def main() -> None:
     sizes = {"teacher": "teacher", **{name: size for name, size, _ in runs}}
     methods = {"teacher": "teacher", **{name: fields["method"] for name, _, fields in runs}}
     cells, tests = [], []
+    teacher_model = load_checkpoint(args.teacher, dtype=torch.float32)[0]  # once: every student's fit is measured against it
     ablations = {name for name, _, _ in runs if name.split("-", 1)[1] in ABLATIONS}
     for index, env in enumerate(envs):
         here = {a.name: sorted((r for r in rows if r["env"] == env.name and r["agent"] == a.name), key=lambda r: r["episode"])
                 for a in agents}
         teacher_episodes = [Episode.from_dict(transcripts[r["key"]]) for r in here["teacher"]]
         for name, group in here.items():
+            model, tokenizer, meta = load_checkpoint(folders[name], dtype=torch.float32)
             wins = sum(bool(r["won"]) for r in group)
             cell = {"env": env.name, "name": name, "size": sizes[name], "method": methods[name],
                     "ablation": name in ablations,
-                    "parameters": read_meta(folders[name])["parameters"], "n": len(group), "wins": wins,
+                    "parameters": meta["parameters"], "n": len(group), "wins": wins,
                     "success": wins / len(group), "success_ci95": wilson_interval(wins, len(group)),
                     "mean_em": sum(r.get("em") or 0 for r in group) / len(group),
                     "steps": sum(r["steps"] for r in group) / len(group),
-                    **decoding_stats(folders[name], [transcripts[r["key"]] for r in group])}
+                    **decoding_stats(tokenizer, [transcripts[r["key"]] for r in group])}
             if name != "teacher":
-                cell.update(cot_match(folders[name], teacher_episodes))
-                cell.update(teacher_forced_fit(folders[name], Path(args.teacher), teacher_episodes))
+                cell.update(cot_match(model, tokenizer, meta, teacher_episodes))
+                cell.update(teacher_forced_fit(model, tokenizer, meta, teacher_model, teacher_episodes))
             cells.append(cell)
         for size in args.size:
             size = size.split(":")[0]

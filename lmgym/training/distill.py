@@ -55,9 +55,9 @@ from lmgym.io import append_jsonl
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.policies.models import TinyConfig, build_model, llama_config
-from lmgym.training.lm import learning_rate, load_data
-from lmgym.training.objectives import frozen_copy, masked_mean
-from lmgym.training.transcripts import ACT, REASON, encode_episode
+from lmgym.training.lm import collate as lm_collate, learning_rate, load_data
+from lmgym.training.objectives import masked_mean
+from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example, encode_episode
 
 METHODS = ("seqkd", "kd", "rkl", "sad")
 
@@ -121,15 +121,20 @@ class DistillConfig:
 # --- losses: small pure functions over logits (B, T, V) and a token mask (B, T) ------------------
 
 
+def kl_divergence(p_logits: torch.Tensor, q_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) per token, summed over the vocabulary, averaged over `mask`."""
+    log_p = torch.log_softmax(p_logits.float(), dim=-1)
+    log_q = torch.log_softmax(q_logits.float(), dim=-1)
+    return masked_mean((log_p.exp() * (log_p - log_q)).sum(dim=-1), mask)
+
+
 def forward_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """KL(p_teacher || p_student) per token, summed over the vocabulary, averaged over `mask`.
 
     Hinton et al. 2015 (arXiv:1503.02531) at temperature 1; equals TRL's
     ``generalized_jsd_loss(..., beta=0)`` with the unmasked tokens' labels -100 (tested).
     """
-    student = torch.log_softmax(student_logits.float(), dim=-1)
-    teacher = torch.log_softmax(teacher_logits.float(), dim=-1)
-    return masked_mean((teacher.exp() * (teacher - student)).sum(dim=-1), mask)
+    return kl_divergence(teacher_logits, student_logits, mask)
 
 
 def reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -138,9 +143,7 @@ def reverse_kl(student_logits: torch.Tensor, teacher_logits: torch.Tensor, mask:
     GKD's beta = 1 end (Agarwal et al. 2024, arXiv:2306.13649, eq. for D_JSD(beta)); equals
     TRL's ``generalized_jsd_loss(..., beta=1)`` (tested).
     """
-    student = torch.log_softmax(student_logits.float(), dim=-1)
-    teacher = torch.log_softmax(teacher_logits.float(), dim=-1)
-    return masked_mean((student.exp() * (student - teacher)).sum(dim=-1), mask)
+    return kl_divergence(student_logits, teacher_logits, mask)
 
 
 def sequence_kd_loss(student_logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -231,21 +234,14 @@ def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens:
 
 
 def collate(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Left-padded (B, T) batch of (context, answer, answer roles): input_ids, attention_mask,
-    and the masks of the *predicted* tokens aligned with logits[:, :-1] (B, T - 1): answer,
-    reason, act."""
-    length = max(len(c) + len(a) for c, a, _ in sequences)
-    input_ids = torch.full((len(sequences), length), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(sequences), length), dtype=torch.long)
-    roles = torch.full((len(sequences), length), -1, dtype=torch.long)  # -1: not a completion token
-    for row, (context, answer, answer_roles) in enumerate(sequences):
-        start = length - len(context) - len(answer)
-        input_ids[row, start:] = torch.tensor(context + answer)
-        attention[row, start:] = 1
-        roles[row, length - len(answer):] = torch.tensor(answer_roles)
-    predicted = roles[:, 1:]
-    return {"input_ids": input_ids, "attention_mask": attention, "answer": predicted >= 0,
-            "reason": predicted == REASON, "act": predicted == ACT}
+    """Left-padded (B, T) batch of (context, answer, answer roles) (`lmgym.training.lm.collate`):
+    input_ids, attention_mask, and the masks of the *predicted* tokens aligned with
+    logits[:, :-1] (B, T - 1): answer, reason, act."""
+    batch = lm_collate([Example(context + answer, [CONTEXT] * len(context) + roles, len(context))
+                        for context, answer, roles in sequences], pad_id)
+    predicted = batch["roles"][:, 1:]
+    return {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
+            "answer": batch["answer_mask"][:, 1:], "reason": predicted == REASON, "act": predicted == ACT}
 
 
 @torch.no_grad()
@@ -313,7 +309,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     out = Path(cfg.out)
     checkpoint = out / "checkpoint"
     teacher, tokenizer, teacher_meta = load_checkpoint(cfg.teacher, device=cfg.device, dtype=torch.float32)
-    teacher = frozen_copy(teacher)
+    teacher.requires_grad_(False)  # loaded in eval mode; nothing else holds it, so no copy is needed
     prompt = teacher_meta.get("react_prompt")
     if not prompt:
         raise InputError(f"--teacher {cfg.teacher}: its meta has no react_prompt (train it on rollouts with lmgym.training.lm)")
