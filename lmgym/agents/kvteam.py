@@ -441,7 +441,7 @@ class KVTeamAgent(Agent):
         trained = read_meta(adapter).get("kvteam", {}) if adapter else {}
         if self.mode == "diffmas" and adapter is None:
             raise InputError("agent 'diffmas' needs adapter=<folder written by lmgym.training.kvteam_sft>")
-        model, tokenizer = load_backbone(trained.get("backbone", backbone) if adapter else backbone, device)
+        model, tokenizer = load_backbone(trained.get("backbone", backbone), device)  # as trained
         if self.mode == "diffmas":
             model = load_adapters(model, adapter)
         self.team = KVTeam(model, tokenizer, self.mode, num_agents=num_agents or trained.get("num_agents", 4),
