@@ -45,7 +45,7 @@ from safetensors.torch import load_file
 
 from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
 from lmgym.io import append_jsonl, atomic_write_json
-from lmgym.policies.checkpoints import OPTIMIZER_FILE
+from lmgym.policies.checkpoints import OPTIMIZER_FILE, load_optimizer_state
 from lmgym.rollouts import read_episodes
 from lmgym.training.lm import learning_rate
 from lmgym.training.lora import add_lora, lora_config, trainable_parameters
@@ -154,7 +154,7 @@ def resume_step(out: Path, model, optimizer: torch.optim.Optimizer, adapters: tu
         return steps if step >= steps else 0
     for name in adapters:
         set_peft_model_state_dict(model, load_file(folder / name / "adapter_model.safetensors"), adapter_name=name)
-    optimizer.load_state_dict(torch.load(folder / OPTIMIZER_FILE, weights_only=True))
+    load_optimizer_state(folder, optimizer)
     return step
 
 
