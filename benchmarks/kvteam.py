@@ -24,6 +24,7 @@ modes, columns metrics, 95% intervals: Wilson for rates, normal for means) and
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -77,13 +78,20 @@ def score(env, seed: int, answer: str) -> dict:
     return {"em": float(info["em"]), "f1": float(info.get("f1", info["em"]))}
 
 
+@functools.cache
+def adapter_model(folder: str):
+    """A fresh backbone with the adapters of `folder`, loaded once for all of its cells (peft
+    injects the LoRA layers into the model it wraps, so the shared `backbone` stays plain)."""
+    model, tokenizer = load_backbone(args.backbone)
+    return load_adapters(model, folder), tokenizer
+
+
 def make_team(label: str, mode: str, latent_steps: int) -> KVTeam:
     if mode == "diffmas":
         name = label.split("-", 1)[1].removesuffix(NO_TRACE)
         folder = resolve_installed(dict(a.split("=", 1) for a in args.adapters)[name])
         trained = read_meta(folder)["kvteam"]
-        model, tokenizer = load_backbone(resolve_installed(args.backbone))
-        model = load_adapters(model, folder)
+        model, tokenizer = adapter_model(folder)
         keep, upstream = trained["keep"], trained["gradient"] == "flow"
     else:
         model, tokenizer = backbone
@@ -201,7 +209,7 @@ def plot(cells: list[dict], path: Path) -> None:
 
 # --- run ----------------------------------------------------------------------------------------
 started = time.time()
-backbone = load_backbone(resolve_installed(args.backbone))
+backbone = load_backbone(args.backbone)  # it resolves installed names
 rows_spec = [(mode, mode) for mode in args.modes] + [(f"diffmas-{a.split('=', 1)[0]}", "diffmas") for a in args.adapters]
 for label, mode in rows_spec:
     steps = args.latent_steps if mode in ("latentmas", "diffmas") else 0

@@ -28,15 +28,15 @@ from pathlib import Path
 
 import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.base import ExpertAgent
-from lmgym.agents.kvteam import UPSTREAM_ROLES, role_message
+from lmgym.agents.kvteam import INSTALLED, UPSTREAM_ROLES, role_message
 from lmgym.agents.runner import record_rollouts
+from lmgym.io import atomic_write_json
 from lmgym.policies.checkpoints import install_checkpoint
 from lmgym.rollouts import read_episodes
 from lmgym.training import kvteam_sft
 from lmgym.training.lm import LMTrainConfig, train as train_lm
 
 TRAIN_SEEDS_FROM = 1_000_000
-INSTALL_DIR = Path(lmgym.__file__).parent / "policies" / "checkpoints" / "kvteam"
 STAGES = ("data", "backbone", "sft", "install")
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -96,15 +96,14 @@ if "sft" in stages:
 # --- 4. install -------------------------------------------------------------------------------
 if "install" in stages:
     # float32 (3.4 MB): the adapters were trained over exactly these weights
-    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALL_DIR / "arith-ar", half=False)
+    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALLED / "arith-ar", half=False)
     for gradient in ("stop", "flow"):
-        target = INSTALL_DIR / f"arith-diffmas-{gradient}"
+        target = INSTALLED / f"arith-diffmas-{gradient}"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target)
         (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
-        meta_path = target / "lmgym.json"
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads((target / "lmgym.json").read_text())
         meta["kvteam"]["backbone"] = "arith-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
         meta["train_config"] = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out", "backbone")}
-        meta_path.write_text(json.dumps(meta, indent=1))
-    print(f"installed {backbone} and the adapters in {INSTALL_DIR}")
+        atomic_write_json(target / "lmgym.json", meta)
+    print(f"installed {backbone} and the adapters in {INSTALLED}")

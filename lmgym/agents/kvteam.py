@@ -47,7 +47,7 @@ from lmgym.agents.base import Agent, Decision
 from lmgym.envs.registry import family_of
 from lmgym.errors import InputError
 from lmgym.policies.checkpoints import load_checkpoint, read_meta
-from lmgym.policies.generation import generate, merge_caches, slice_cache
+from lmgym.policies.generation import fork_cache, generate, merge_caches, slice_cache
 from lmgym.policies.models import load_smollm2
 
 MODES = ("single", "textmas", "latentmas", "diffmas")
@@ -237,10 +237,12 @@ class KVTeam:
         self.upstream_adapter = upstream_adapter
         self.net = inner_model(model)
         self.device = next(model.parameters()).device
-        matrix, norm = realignment(self.net)
-        if not realign_hidden:  # LatentMAS's ablation: identity map, norm still matched
-            matrix = torch.eye(matrix.shape[0], device=matrix.device)
-        self.realign_matrix, self.target_norm = matrix.to(self.device), norm.to(self.device)
+        self.realign_matrix = self.target_norm = None
+        if mode in ("latentmas", "diffmas") and latent_steps:  # only latent steps read them (a (V, D) solve)
+            matrix, norm = realignment(self.net)
+            if not realign_hidden:  # LatentMAS's ablation: identity map, norm still matched
+                matrix = torch.eye(matrix.shape[0], device=matrix.device)
+            self.realign_matrix, self.target_norm = matrix.to(self.device), norm.to(self.device)
 
     # -- pieces ------------------------------------------------------------------------------
     def _forward(self, trace: Trace, ids: list[int] | None = None, embeds: torch.Tensor | None = None,
@@ -328,7 +330,7 @@ class KVTeam:
         outputs = []
         for _ in range(samples):
             started = time.perf_counter()
-            cache = merge_caches([trace.cache]) if trace.segments else DynamicCache()  # each sample its own copy
+            cache = fork_cache(trace.cache) if trace.segments else DynamicCache()  # each sample its own copy
             out = generate(self.net, torch.tensor([prompt], device=self.device), max_new_tokens=self.max_new_tokens,
                            temperature=temperature, top_p=0.95 if temperature else 1.0,
                            eos_token_id=self.tokenizer.eos_token_id, cache=cache, generator=generator,
@@ -439,7 +441,7 @@ class KVTeamAgent(Agent):
         trained = read_meta(adapter).get("kvteam", {}) if adapter else {}
         if self.mode == "diffmas" and adapter is None:
             raise InputError("agent 'diffmas' needs adapter=<folder written by lmgym.training.kvteam_sft>")
-        model, tokenizer = load_backbone(trained.get("backbone", backbone) if adapter else backbone, device)
+        model, tokenizer = load_backbone(trained.get("backbone", backbone), device)  # as trained
         if self.mode == "diffmas":
             model = load_adapters(model, adapter)
         self.team = KVTeam(model, tokenizer, self.mode, num_agents=num_agents or trained.get("num_agents", 4),

@@ -29,7 +29,6 @@ settings the agent reads back, and the step), ``adapter/optimizer.pt``, ``metric
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import sys
 import tempfile
@@ -46,8 +45,9 @@ from safetensors.torch import load_file
 
 from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
 from lmgym.io import append_jsonl, atomic_write_json
-from lmgym.policies.checkpoints import OPTIMIZER_FILE
+from lmgym.policies.checkpoints import OPTIMIZER_FILE, load_optimizer_state
 from lmgym.rollouts import read_episodes
+from lmgym.training.lm import learning_rate
 from lmgym.training.lora import add_lora, lora_config, trainable_parameters
 
 
@@ -104,14 +104,6 @@ def solver_sft_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float(), target)
 
 
-def learning_rate(cfg: KVTeamSFTConfig, step: int) -> float:
-    """Linear warmup, then cosine decay to 0 (a pure function of the step)."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
-
-
 def load_examples(paths: tuple[str, ...]) -> list[tuple[str, str]]:
     """(question, reference completion) from the first step of every rollout."""
     if not paths:
@@ -162,7 +154,7 @@ def resume_step(out: Path, model, optimizer: torch.optim.Optimizer, adapters: tu
         return steps if step >= steps else 0
     for name in adapters:
         set_peft_model_state_dict(model, load_file(folder / name / "adapter_model.safetensors"), adapter_name=name)
-    optimizer.load_state_dict(torch.load(folder / OPTIMIZER_FILE, weights_only=True))
+    load_optimizer_state(folder, optimizer)
     return step
 
 
@@ -198,8 +190,9 @@ def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
     for step in range(start, cfg.steps):
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         rows = torch.randint(len(examples), (cfg.batch_size,), generator=generator).tolist()
+        lr = learning_rate(cfg, step, floor=0.0)  # DiffMAS decays to 0
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(cfg, step)
+            group["lr"] = lr
         optimizer.zero_grad(set_to_none=True)
         total_loss = 0.0
         for row in rows:
@@ -218,7 +211,7 @@ def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
         optimizer.step()
         if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            metrics = {"train/step": step + 1, "train/loss": total_loss, "train/lr": learning_rate(cfg, step),
+            metrics = {"train/step": step + 1, "train/loss": total_loss, "train/lr": lr,
                        "train/grad_norm": float(grad_norm), "train/seconds": time.time() - started}
             append_jsonl(out / "metrics.jsonl", metrics)
         if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:

@@ -269,12 +269,13 @@ def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: to
     return (ce * weight).sum() / scored.sum().clamp(min=1).to(logits.device)
 
 
-def learning_rate(cfg: LMTrainConfig, step: int) -> float:
-    """Linear warmup to cfg.lr, then cosine decay to 10% (a pure function of the step)."""
+def learning_rate(cfg: LMTrainConfig, step: int, floor: float = 0.1) -> float:
+    """Linear warmup to cfg.lr, then cosine decay to ``floor`` * cfg.lr (a pure function of the
+    step; any config with ``lr``, ``warmup`` and ``steps`` will do)."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+    return cfg.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
 # --- model ------------------------------------------------------------------------------------

@@ -82,10 +82,10 @@ def test_an_interrupted_run_resumes_exactly(setup, monkeypatch):
     train(config("whole"))
     schedule = kvteam_sft.learning_rate
 
-    def interrupted(cfg, step):
+    def interrupted(cfg, step, **kwargs):
         if step == 3:
             raise KeyboardInterrupt
-        return schedule(cfg, step)
+        return schedule(cfg, step, **kwargs)
 
     monkeypatch.setattr(kvteam_sft, "learning_rate", interrupted)
     with pytest.raises(KeyboardInterrupt):
