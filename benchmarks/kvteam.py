@@ -7,7 +7,8 @@ seeds >= 1,000,000) with the same backbone (`lmgym.agents.kvteam`). Per question
 * answer perplexity: exp of the mean NLL per token of the env's reference completion (its
   worked solution, ending ``Answer: <gold>``) after the Solver's prompt on the mode's trace;
 * self-consistency: the majority answer of ``--samples`` Solver samples (temperature 0.7,
-  top-p 0.95) over one trace, scored by the env (Wang et al. 2023, arXiv:2203.11171);
+  top-p 0.95) over the greedy communication (the same trace, or TextMAS's greedy messages),
+  scored by the env (Wang et al. 2023, arXiv:2203.11171);
 * seconds end to end (greedy run: every agent, the Solver's decoding included), tokens generated
   by every agent, and the trace memory in bytes (what the Solver reads before its prompt).
 
@@ -110,16 +111,17 @@ def run_cell(label: str, mode: str, latent_steps: int, seeds: range, full: bool)
     team, env = make_team(label, mode, latent_steps), gym.make(args.env)
     for seed in todo:
         observation, info = env.reset(seed=seed)
-        greedy = team.solve(observation, seed=agent_seed(seed), numeric=numeric)[0]
+        shared = team.prepare(observation)  # the upstream agents run once; every Solver pass below reads it
+        greedy = team.solve(observation, seed=agent_seed(seed), numeric=numeric, communication=shared)[0]
         row = {"label": label, "mode": mode, "latent_steps": latent_steps, "seed": seed, "answer": greedy.answer,
                "text": greedy.text, **score(env, seed, greedy.answer), "seconds": greedy.seconds,
                "generated_tokens": greedy.generated_tokens, "trace_bytes": greedy.trace_bytes,
                "trace_tokens": greedy.trace_tokens}
         if full and not args.no_perplexity:
-            row["nll"], row["nll_tokens"] = team.reference_nll(observation, info["expert_reasoning"])
+            row["nll"], row["nll_tokens"] = team.reference_nll(observation, info["expert_reasoning"], shared)
         if full and args.samples:
             answers = [o.answer for o in team.solve(observation, temperature=SC_TEMPERATURE, seed=agent_seed(seed),
-                                                    samples=args.samples, numeric=numeric)]
+                                                    samples=args.samples, numeric=numeric, communication=shared)]
             row["sc_answer"] = majority_answer(answers)
             row["sc_em"] = score(env, seed, row["sc_answer"])["em"]
         append_jsonl(rows_path, row)

@@ -1,19 +1,25 @@
-"""Build the KV-communicating team on arithmetic: a tiny backbone, then the DiffMAS Solver's LoRA.
+"""Build the KV-communicating team on one task: a tiny backbone, then the DiffMAS Solver's LoRA.
 
-Stages (``--stages`` picks some, in this order):
+``--task arith`` (`lmgym/Arith-v0`, the paper's maths setting in miniature) or ``--task
+hotpotqa`` (`lmgym/HotPotQA-Distractor-Gen-v0`, the distractor reading setting over the
+generated encyclopedia: the real distractor file has only the 100 dev questions, so reading is
+learned on the twin). Stages (``--stages`` picks some, in this order):
 
-1. ``data``: the Arith expert plays *training* seeds 1,000,000 + k (1 to 4 steps a problem);
-   its rollouts hold each question and its worked solution (held out from the benchmark's 0..N-1).
-2. ``backbone``: a tiny Llama (digits tokenized one by one) trained from scratch on those worked
-   solutions behind every role's prompt (`lmgym.agents.kvteam.role_message`), so each role has
-   seen the task (`lmgym.training.lm`, next-token SFT).
+1. ``data``: the env's expert plays *training* seeds 1,000,000 + k (Arith: 1 to 4 steps a
+   problem); its rollouts hold each question and its worked solution (held out from the
+   benchmark's 0..N-1).
+2. ``backbone``: a tiny Llama trained from scratch on those worked solutions behind every role's
+   prompt (`lmgym.agents.kvteam.role_message`), so each role has seen the task
+   (`lmgym.training.lm`, next-token SFT). Arith's tokenizer gives every digit its own token.
 3. ``sft``: the DiffMAS Solver's LoRA (rank 8, alpha 16) trained over the LatentMAS trace of the
    frozen backbone, with gradients stopped at the trace and flowing into the upstream agents'
    LoRA (`lmgym.training.kvteam_sft`), on other training seeds.
 4. ``install``: the backbone (float32) and both adapters under
-   ``lmgym/policies/checkpoints/kvteam/`` (what `benchmarks/kvteam.py` loads).
+   ``lmgym/policies/checkpoints/kvteam/`` as ``<task>-ar`` and ``<task>-diffmas-{stop,flow}``
+   (what `benchmarks/kvteam.py` loads). ``--gradients`` picks the adapters trained and installed.
 
     python examples/train_kvteam.py --out runs/kvteam --install
+    python examples/train_kvteam.py --task hotpotqa --out runs/kvteam-hotpotqa --gradients stop --install
 
 The four-way comparison is ``python benchmarks/kvteam.py``.
 
@@ -24,6 +30,7 @@ import argparse
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import lmgym  # noqa: F401  (registers the envs)
@@ -39,71 +46,93 @@ from lmgym.training.lm import LMTrainConfig, train as train_lm
 TRAIN_SEEDS_FROM = 1_000_000
 STAGES = ("data", "backbone", "sft", "install")
 
+
+@dataclass(frozen=True)
+class Task:
+    env_id: str
+    variants: tuple[dict, ...]  # env kwargs of the backbone's data, one rollout file each
+    split_digits: bool  # the tokenizer's digits one by one (arithmetic)
+    vocab_size: int
+    max_prompt_tokens: int  # the longest role prompt fits whole
+    max_answer_tokens: int
+
+
+TASKS = {
+    "arith": Task("lmgym/Arith-v0", tuple({"num_steps": n} for n in (1, 2, 3, 4)), True, 512, 128, 96),
+    # ten paragraphs are ~1,500 characters; a 1,024-token BPE keeps the prompt under 640 tokens
+    "hotpotqa": Task("lmgym/HotPotQA-Distractor-Gen-v0", ({},), False, 1024, 640, 96),
+}
+
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--task", choices=sorted(TASKS), default="arith")
 parser.add_argument("--out", default="runs/kvteam")
 parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES[:3]))
 parser.add_argument("--install", action="store_true", help="also run the install stage")
-parser.add_argument("--problems", type=int, default=8000, help="training problems per step count (1-4 steps)")
+parser.add_argument("--problems", type=int, default=8000, help="training problems per data variant (Arith: per step count 1-4)")
 parser.add_argument("--backbone-steps", type=int, default=700)
 parser.add_argument("--hidden-size", type=int, default=128)
 parser.add_argument("--num-layers", type=int, default=4)
-parser.add_argument("--sft-problems", type=int, default=2000, help="Arith-v0 problems the Solver's LoRA trains on")
+parser.add_argument("--sft-problems", type=int, default=2000, help="problems of the registered env the Solver's LoRA trains on")
 parser.add_argument("--sft-steps", type=int, default=120)
 parser.add_argument("--sft-lr", type=float, default=2e-3, help="DiffMAS's 5e-5 is for 8B models and long runs")
 parser.add_argument("--latent-steps", type=int, default=10)
+parser.add_argument("--gradients", nargs="+", choices=("stop", "flow"), default=["stop", "flow"],
+                    help="the Solver LoRAs to train and install (flow costs about 3x stop a step)")
 parser.add_argument("--seed", type=int, default=0)
 args = parser.parse_args()
+task = TASKS[args.task]
 stages = list(args.stages) + (["install"] if args.install and "install" not in args.stages else [])
 out = Path(args.out)
 out.mkdir(parents=True, exist_ok=True)
+data_files = [out / f"expert-{i + 1}.jsonl" for i in range(len(task.variants))]
 
 # --- 1. expert data on training seeds ---------------------------------------------------------
 if "data" in stages:
-    for steps in (1, 2, 3, 4):  # record_rollouts resumes: seeds already written are skipped
-        first = TRAIN_SEEDS_FROM + steps * 100_000
-        record_rollouts("lmgym/Arith-v0", ExpertAgent(), range(first, first + args.problems),
-                        out / f"expert-{steps}.jsonl", env_kwargs={"num_steps": steps})
+    for i, (variant, path) in enumerate(zip(task.variants, data_files)):  # resumable: seeds written are skipped
+        first = TRAIN_SEEDS_FROM + (i + 1) * 100_000
+        record_rollouts(task.env_id, ExpertAgent(), range(first, first + args.problems), path, env_kwargs=variant)
     first = TRAIN_SEEDS_FROM + 900_000
-    record_rollouts("lmgym/Arith-v0", ExpertAgent(), range(first, first + args.sft_problems), out / "sft.jsonl")
+    record_rollouts(task.env_id, ExpertAgent(), range(first, first + args.sft_problems), out / "sft.jsonl")
     print(f"data: expert rollouts in {out}")
 
 # --- 2. the tiny backbone -------------------------------------------------------------------
 if "backbone" in stages:
     records = out / "backbone_records.jsonl"
     with records.open("w", encoding="utf-8") as f:
-        for steps in (1, 2, 3, 4):
-            for episode in read_episodes(out / f"expert-{steps}.jsonl"):
+        for path in data_files:
+            for episode in read_episodes(path):
                 question, solution = episode.steps[0].observation, episode.steps[0].reasoning
                 for role in (*UPSTREAM_ROLES, "solver"):
                     f.write(json.dumps({"prompt": role_message(role, question), "completion": solution}) + "\n")
     started = time.time()
-    train_lm(LMTrainConfig(data=(str(records),), objective="ar", out=str(out / "backbone"), vocab_size=512,
-                           split_digits=True, hidden_size=args.hidden_size, num_layers=args.num_layers, num_heads=4,
-                           max_prompt_tokens=128, max_answer_tokens=96, steps=args.backbone_steps, batch_size=32,
+    train_lm(LMTrainConfig(data=(str(records),), objective="ar", out=str(out / "backbone"), vocab_size=task.vocab_size,
+                           split_digits=task.split_digits, hidden_size=args.hidden_size, num_layers=args.num_layers,
+                           num_heads=4, max_prompt_tokens=task.max_prompt_tokens,
+                           max_answer_tokens=task.max_answer_tokens, steps=args.backbone_steps, batch_size=32,
                            lr=3e-3, warmup=100, seed=args.seed, log_every=50))
     print(f"backbone: {args.backbone_steps} steps in {time.time() - started:.0f} s -> {out / 'backbone' / 'checkpoint'}")
 
 # --- 3. the DiffMAS Solver's LoRA, both gradient options -------------------------------------
 if "sft" in stages:
-    for gradient in ("stop", "flow"):
+    for gradient in args.gradients:
         started = time.time()
         kvteam_sft.train(kvteam_sft.KVTeamSFTConfig(
             data=(str(out / "sft.jsonl"),), backbone=str(out / "backbone" / "checkpoint"), out=str(out / f"diffmas-{gradient}"),
             gradient=gradient, latent_steps=args.latent_steps, steps=args.sft_steps, lr=args.sft_lr, warmup=10,
-            seed=args.seed))
+            max_target_tokens=task.max_answer_tokens, seed=args.seed))
         print(f"sft ({gradient}): {args.sft_steps} steps in {time.time() - started:.0f} s")
 
 # --- 4. install -------------------------------------------------------------------------------
 if "install" in stages:
-    # float32 (3.4 MB): the adapters were trained over exactly these weights
-    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALLED / "arith-ar", half=False)
-    for gradient in ("stop", "flow"):
-        target = INSTALLED / f"arith-diffmas-{gradient}"
+    # float32 (3-4 MB): the adapters were trained over exactly these weights
+    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALLED / f"{args.task}-ar", half=False)
+    for gradient in args.gradients:
+        target = INSTALLED / f"{args.task}-diffmas-{gradient}"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target)
         (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
         meta = json.loads((target / "lmgym.json").read_text())
-        meta["kvteam"]["backbone"] = "arith-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
+        meta["kvteam"]["backbone"] = f"{args.task}-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
         meta["train_config"] = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out", "backbone")}
         atomic_write_json(target / "lmgym.json", meta)
     print(f"installed {backbone} and the adapters in {INSTALLED}")

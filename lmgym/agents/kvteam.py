@@ -30,7 +30,7 @@ prompt (the shared cache; for ``textmas`` the KV of the upstream messages in its
 
 from __future__ import annotations
 
-import contextlib
+import inspect
 import re
 import time
 from collections import Counter
@@ -47,7 +47,7 @@ from lmgym.agents.base import Agent, Decision
 from lmgym.envs.registry import family_of
 from lmgym.errors import InputError
 from lmgym.policies.checkpoints import load_checkpoint, read_meta
-from lmgym.policies.generation import fork_cache, generate, merge_caches, slice_cache
+from lmgym.policies.generation import fork_cache, generate, merge_caches, repeat_cache, slice_cache
 from lmgym.policies.models import load_smollm2
 
 MODES = ("single", "textmas", "latentmas", "diffmas")
@@ -148,6 +148,10 @@ class Trace:
     def length(self) -> int:
         return sum(s.length for s in self.segments)
 
+    def fork(self) -> Trace:
+        """An independent copy to extend (a Solver sample, a perplexity pass) without touching this one."""
+        return Trace(fork_cache(self.cache) if self.segments else DynamicCache(), list(self.segments), self.next_position)
+
     def keep_only(self, wanted) -> None:
         """Cut the cache to the segments for which ``wanted(index, segment)`` holds (positions kept)."""
         starts = [sum(s.length for s in self.segments[:i]) for i in range(len(self.segments))]
@@ -200,6 +204,19 @@ def use_adapter(model, name: str | None, trainable: Sequence[str] = ()) -> None:
 
 
 @dataclass
+class Communication:
+    """What the upstream agents leave the Solver for one question (`KVTeam.prepare`): the shared
+    trace (latent modes), the Solver's prompt ids (with TextMAS's messages), the messages, the
+    tokens they generated and the seconds it took."""
+
+    trace: Trace
+    prompt: list[int]
+    notes: list[tuple[str, str]]
+    generated_tokens: int
+    seconds: float
+
+
+@dataclass
 class TeamOutput:
     answer: str
     text: str  # the Solver's completion
@@ -237,6 +254,8 @@ class KVTeam:
         self.upstream_adapter = upstream_adapter
         self.net = inner_model(model)
         self.device = next(model.parameters()).device
+        # a prefill that only feeds the cache needs no (T, V) logits: most causal LMs can skip them
+        self.skip_logits = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(self.net.forward).parameters else {}
         self.realign_matrix = self.target_norm = None
         if mode in ("latentmas", "diffmas") and latent_steps:  # only latent steps read them (a (V, D) solve)
             matrix, norm = realignment(self.net)
@@ -246,14 +265,15 @@ class KVTeam:
 
     # -- pieces ------------------------------------------------------------------------------
     def _forward(self, trace: Trace, ids: list[int] | None = None, embeds: torch.Tensor | None = None,
-                 hidden: bool = False):
-        """Run token ids or input embeddings (1, T, D) on the trace's cache, positions continuing."""
+                 hidden: bool = False, all_logits: bool = True):
+        """Run token ids or input embeddings (1, T, D) on the trace's cache, positions continuing
+        (``all_logits=False``: the last position's logits only, where the model allows)."""
         length = len(ids) if ids is not None else embeds.shape[1]
         positions = torch.arange(trace.next_position, trace.next_position + length, device=self.device).unsqueeze(0)
         inputs = ({"input_ids": torch.tensor([ids], device=self.device)} if ids is not None
                   else {"inputs_embeds": embeds})
         out = self.net(**inputs, cache=trace.cache, use_cache=True, position_ids=positions,
-                       output_hidden_states=hidden)
+                       output_hidden_states=hidden, **({} if all_logits else self.skip_logits))
         trace.next_position += length
         return out
 
@@ -270,7 +290,7 @@ class KVTeam:
         added = 2 if self.latent_steps else 1  # segments each upstream agent appends
         for role in self.roles[:-1]:
             ids = chat_ids(self.tokenizer, role_message(role, question))
-            out = self._forward(trace, ids=ids, hidden=self.latent_steps > 0)
+            out = self._forward(trace, ids=ids, hidden=self.latent_steps > 0, all_logits=False)
             trace.segments.append(Segment(role, "prompt", len(ids)))
             if self.latent_steps:
                 last = out.hidden_states[-1][:, -1]  # (1, D): after the final norm, as LatentMAS reads it
@@ -303,42 +323,44 @@ class KVTeam:
             notes.append((role, self.tokenizer.decode(out.tokens[0, :length], skip_special_tokens=True).strip()))
         return notes, generated
 
-    def prepare(self, question: str, temperature: float = 0.0, generator=None
-                ) -> tuple[Trace, list[int], list[tuple[str, str]], int]:
-        """(trace, Solver prompt ids, TextMAS notes, tokens generated so far) for one question."""
+    @torch.no_grad()
+    def prepare(self, question: str, temperature: float = 0.0, generator=None) -> Communication:
+        """The upstream agents' work on one question, for any number of Solver passes over it."""
+        start = time.perf_counter()
         use_adapter(self.model, None)
         notes, generated = [], 0
         if self.mode == "textmas":
             notes, generated = self._text_messages(question, temperature, generator)
         trace = self.build_trace(question) if self.mode in ("latentmas", "diffmas") else Trace()
-        return trace, self.solver_ids(question, notes), notes, generated
+        return Communication(trace, self.solver_ids(question, notes), notes, generated, time.perf_counter() - start)
 
     # -- answering ---------------------------------------------------------------------------
     @torch.no_grad()
     def solve(self, question: str, *, temperature: float = 0.0, seed: int | None = None, samples: int = 1,
-              numeric: bool = False) -> list[TeamOutput]:
-        """`samples` Solver completions over one trace (self-consistency draws them at a
-        temperature > 0); upstream work is shared and counted in each output's tokens and time."""
-        start = time.perf_counter()
+              numeric: bool = False, communication: Communication | None = None) -> list[TeamOutput]:
+        """`samples` Solver completions over one communication (self-consistency draws them at a
+        temperature > 0), decoded as one batch; the upstream work is done once (or taken from
+        `communication`, e.g. the greedy one). Each output counts the upstream tokens and its own,
+        and the seconds of the upstream work plus the batch's decoding."""
         generator = torch.Generator(device=self.device).manual_seed(seed) if seed is not None else None
-        trace, prompt, notes, upstream_tokens = self.prepare(question, temperature, generator)
-        trace_tokens = trace.length() if self.mode != "textmas" else sum(
-            len(self.tokenizer.encode(f"{r.title()}: {t}", add_special_tokens=False)) for r, t in notes)
-        trace_bytes = trace.nbytes() if self.mode != "textmas" else trace_tokens * kv_bytes_per_token(self.net)
-        shared_seconds = time.perf_counter() - start
+        shared = communication or self.prepare(question, temperature, generator)
+        trace_tokens = shared.trace.length() if self.mode != "textmas" else sum(
+            len(self.tokenizer.encode(f"{r.title()}: {t}", add_special_tokens=False)) for r, t in shared.notes)
+        trace_bytes = shared.trace.nbytes() if self.mode != "textmas" else trace_tokens * kv_bytes_per_token(self.net)
         use_adapter(self.model, self._solver_adapter_name())
+        started = time.perf_counter()
+        # the samples decode as one batch, each row over its own copy of the trace
+        cache = repeat_cache(shared.trace.cache, samples) if shared.trace.segments else DynamicCache()
+        out = generate(self.net, torch.tensor([shared.prompt] * samples, device=self.device),
+                       max_new_tokens=self.max_new_tokens, temperature=temperature, top_p=0.95 if temperature else 1.0,
+                       eos_token_id=self.tokenizer.eos_token_id, cache=cache, generator=generator,
+                       position_offset=shared.trace.next_position)
+        seconds = shared.seconds + time.perf_counter() - started
         outputs = []
-        for _ in range(samples):
-            started = time.perf_counter()
-            cache = fork_cache(trace.cache) if trace.segments else DynamicCache()  # each sample its own copy
-            out = generate(self.net, torch.tensor([prompt], device=self.device), max_new_tokens=self.max_new_tokens,
-                           temperature=temperature, top_p=0.95 if temperature else 1.0,
-                           eos_token_id=self.tokenizer.eos_token_id, cache=cache, generator=generator,
-                           position_offset=trace.next_position)
-            length = out.lengths[0]
-            text = self.tokenizer.decode(out.tokens[0, :length], skip_special_tokens=True).strip()
-            outputs.append(TeamOutput(extract_answer(text, numeric), text, notes, upstream_tokens + length, trace_bytes,
-                                      trace_tokens, shared_seconds + time.perf_counter() - started))
+        for row, length in enumerate(out.lengths):
+            text = self.tokenizer.decode(out.tokens[row, :length], skip_special_tokens=True).strip()
+            outputs.append(TeamOutput(extract_answer(text, numeric), text, shared.notes,
+                                      shared.generated_tokens + length, trace_bytes, trace_tokens, seconds))
         use_adapter(self.model, None)
         return outputs
 
@@ -355,11 +377,13 @@ class KVTeam:
         return self.tokenizer.encode(reference, add_special_tokens=False) + [self.tokenizer.eos_token_id]
 
     @torch.no_grad()
-    def reference_nll(self, question: str, reference: str) -> tuple[float, int]:
-        """(summed NLL in nats, tokens) of `reference` given the question's trace (perplexity)."""
-        trace, prompt, _, _ = self.prepare(question)
+    def reference_nll(self, question: str, reference: str, communication: Communication | None = None
+                      ) -> tuple[float, int]:
+        """(summed NLL in nats, tokens) of `reference` after the Solver's prompt on the question's
+        (greedy) communication, or on `communication` (perplexity)."""
+        shared = communication or self.prepare(question)
         target = self.target_ids(reference)
-        logits = self.solver_logits(trace, prompt, target)
+        logits = self.solver_logits(shared.trace.fork(), shared.prompt, target)
         nll = F.cross_entropy(logits.float(), torch.tensor(target, device=self.device), reduction="sum")
         use_adapter(self.model, None)
         return float(nll), len(target)

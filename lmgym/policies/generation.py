@@ -54,6 +54,16 @@ def fork_cache(cache: DynamicCache) -> DynamicCache:
     return merge_caches([cache])
 
 
+def repeat_cache(cache: DynamicCache, times: int) -> DynamicCache:
+    """A copy holding each row `times` times along the batch: (B * times, kv_heads, T, head_dim),
+    row b's copies together (as ``repeat_interleave``), so B prompts can each draw `times` samples."""
+    repeated = DynamicCache()
+    for layer in range(len(cache.layers)):
+        repeated.update(cache.layers[layer].keys.repeat_interleave(times, dim=0),
+                        cache.layers[layer].values.repeat_interleave(times, dim=0), layer)
+    return repeated
+
+
 def merge_caches(caches: Sequence[DynamicCache]) -> DynamicCache:
     """Concatenate caches along time, layer by layer: (B, kv_heads, sum T, head_dim)."""
     merged = DynamicCache()

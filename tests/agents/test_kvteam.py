@@ -123,6 +123,30 @@ def test_modes_differ_only_where_they_should(model, tokenizer):
         peft_model.unload()  # leave the shared fixture model without LoRA layers
 
 
+@pytest.mark.parametrize("mode", ["single", "textmas", "latentmas"])
+def test_one_communication_serves_every_solver_pass(model, tokenizer, mode):
+    team = KVTeam(model, tokenizer, mode, latent_steps=3, text_tokens=4, max_new_tokens=6)
+    reference = "3 + 4 = 7. Answer: 7"
+    shared = team.prepare(QUESTION)
+    length, position = shared.trace.length(), shared.trace.next_position
+    # Solver passes over a prepared communication equal fresh ones and leave it as it was
+    assert team.solve(QUESTION, communication=shared)[0].text == team.solve(QUESTION)[0].text
+    assert team.reference_nll(QUESTION, reference, shared) == pytest.approx(team.reference_nll(QUESTION, reference), rel=1e-6)
+    assert (shared.trace.length(), shared.trace.next_position) == (length, position)
+    assert team.solve(QUESTION, communication=shared)[0].text == team.solve(QUESTION)[0].text
+
+
+def test_prefill_without_logits_leaves_the_same_trace(model, tokenizer):
+    team = KVTeam(model, tokenizer, "latentmas", latent_steps=3)
+    assert team.skip_logits  # Llama takes logits_to_keep
+    with torch.no_grad():
+        lean = team.build_trace(QUESTION)
+        team.skip_logits = {}
+        full = team.build_trace(QUESTION)
+    for a, b in zip(lean.cache.layers, full.cache.layers):
+        assert torch.allclose(a.keys, b.keys, atol=1e-6) and torch.allclose(a.values, b.values, atol=1e-6)
+
+
 def test_sampling_is_deterministic_under_a_seed(model, tokenizer):
     team = KVTeam(model, tokenizer, "latentmas", latent_steps=2, max_new_tokens=12)
     first = [o.text for o in team.solve(QUESTION, temperature=1.0, seed=3, samples=3)]
@@ -130,6 +154,9 @@ def test_sampling_is_deterministic_under_a_seed(model, tokenizer):
     other = [o.text for o in team.solve(QUESTION, temperature=1.0, seed=4, samples=3)]
     assert first == again
     assert first != other
+    # greedy samples decoded as one batch are the greedy answer, each over its own copy of the trace
+    greedy = team.solve(QUESTION)[0].text
+    assert [o.text for o in team.solve(QUESTION, samples=3)] == [greedy] * 3
 
 
 def test_bad_settings_are_one_line_errors(model, tokenizer):

@@ -3,7 +3,7 @@
 import torch
 from transformers import DynamicCache
 
-from lmgym.policies.generation import cut_at_stop, extend, fork_cache, generate_ids, merge_caches, slice_cache
+from lmgym.policies.generation import cut_at_stop, extend, fork_cache, generate_ids, merge_caches, repeat_cache, slice_cache
 
 
 def greedy_without_cache(model, ids, n):
@@ -82,6 +82,18 @@ def test_fork_branches_independently(causal_model):
     new_from_fork, _ = generate_ids(causal_model, torch.tensor([[6]]), cache=fork, max_new_tokens=3)
     expected = greedy_without_cache(causal_model, torch.tensor([[1, 2, 3, 4, 5, 6]]), 3)
     assert new_from_fork.tolist() == expected.tolist()
+
+
+@torch.no_grad()
+def test_repeated_cache_decodes_each_row_as_its_source(causal_model):
+    cache = DynamicCache()
+    extend(causal_model, cache, torch.tensor([[1, 2, 3], [7, 8, 9]]))
+    repeated = repeat_cache(cache, 3)
+    assert repeated.layers[0].keys.shape[0] == 6 and cache.layers[0].keys.shape[0] == 2  # the source is untouched
+    new, _ = generate_ids(causal_model, torch.tensor([[4]] * 3 + [[4]] * 3), cache=repeated, max_new_tokens=3)
+    for row, prefix in enumerate(([1, 2, 3, 4], [7, 8, 9, 4])):
+        expected = greedy_without_cache(causal_model, torch.tensor([prefix]), 3)[0].tolist()
+        assert [new[3 * row + k].tolist() for k in range(3)] == [expected] * 3
 
 
 def test_fork_keeps_gradients(causal_model):
