@@ -41,6 +41,7 @@ import torch
 
 import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.lm import REACT_CHECKPOINTS
+from lmgym.agents.prompts import PromptProfile
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
 from lmgym.benchmarks.report import _pyplot, mcnemar_exact, wilson_interval
@@ -51,7 +52,7 @@ from lmgym.envs.registry import family_of
 from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
-from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, prompt_profile, train
+from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, train
 from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -84,7 +85,7 @@ def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], bat
     """Reasoning and action agreement of a loaded checkpoint with the teacher's own turns,
     given the teacher's exact prompts (see the module docstring)."""
     prompt = meta["react_prompt"]
-    profile = prompt_profile(prompt)
+    profile = PromptProfile.from_meta(prompt)
     states = [(example.ids[:example.answer_start], step)  # only the teacher's well-formed turns: an empty
               for episode in teacher_episodes                # reasoning would "match" a student's broken turn
               for example, step in zip(encode_episode(tokenizer, episode, profile, layout="mdlm"), episode.steps)
@@ -110,7 +111,7 @@ def teacher_forced_fit(model, tokenizer, meta: dict, teacher, teacher_episodes: 
     forward KL(teacher || model) per REASON and per ACT token, and the share of ACT tokens whose
     argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
     prompt = meta["react_prompt"]
-    profile = prompt_profile(prompt)
+    profile = PromptProfile.from_meta(prompt)
     turns, _ = encode_turns(tokenizer, teacher_episodes, profile, meta["max_answer_tokens"])
     totals = {"reason_kl": 0.0, "act_kl": 0.0, "act_hits": 0, "reason": 0, "act": 0}
     for begin in range(0, len(turns), batch_size):

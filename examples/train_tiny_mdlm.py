@@ -32,7 +32,6 @@ Smoke test: --out {tmp}/mdlm --ar-steps 4 --steps 4 --per-task 8 --samples 2 --h
 
 import argparse
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.phrasings import specified_prompt_in
 from lmgym.envs.promptedit.tasks import load_task
-from lmgym.io import append_jsonl, atomic_write_text
+from lmgym.io import append_jsonl, atomic_folder, atomic_write_text
 from lmgym.policies.checkpoints import install_checkpoint
 from lmgym.policies.record_generator import (
     AR_CHECKPOINT,
@@ -150,21 +149,14 @@ if args.install:
     # write beside the default (half precision, no optimizer state, meta cleaned of this run's
     # paths), then swap the folders: a reader never sees a half-written default
     target = DEFAULT_CHECKPOINT if args.objective == "mdlm" else AR_CHECKPOINT
-    staging = target.with_name(target.name + ".new")
-    shutil.rmtree(staging, ignore_errors=True)
     recipe = ("LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install"
               if args.objective == "mdlm" else
               "LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --objective ar --out runs/json_ar --install")
-    install_checkpoint(out / "checkpoint", staging, meta={
-        "ar_warm_start_steps": args.ar_steps if args.objective == "mdlm" else None, "recipe": recipe,
-        "samples": {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
-                    for row in rows}})
-    # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
-    (staging / EVAL_PROMPTS_FILE).write_text(json.dumps(prompts, indent=2) + "\n")
-    retired = target.with_name(target.name + ".old")
-    shutil.rmtree(retired, ignore_errors=True)
-    if target.exists():
-        target.rename(retired)
-    staging.rename(target)
-    shutil.rmtree(retired, ignore_errors=True)
+    with atomic_folder(target) as staging:
+        install_checkpoint(out / "checkpoint", staging, meta={
+            "ar_warm_start_steps": args.ar_steps if args.objective == "mdlm" else None, "recipe": recipe,
+            "samples": {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
+                        for row in rows}})
+        # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
+        (staging / EVAL_PROMPTS_FILE).write_text(json.dumps(prompts, indent=2) + "\n")
     print(f"installed {target}")

@@ -3,15 +3,18 @@
 Two primitives cover everything lmgym writes: a whole file replaced atomically (summaries,
 specs, checkpoints' metadata) and a JSON line appended so that a reader never sees half of it
 (rollouts, benchmark episodes). Both fsync, so a `kill -9` loses at most the line in flight.
+A folder written as a whole (a checkpoint, a run's adapters) is replaced through `atomic_folder`.
 Appenders hold an exclusive ``flock`` while they repair and write, so processes appending to
 one file never cut each other's lines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,6 +54,29 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_folder(folder: str | os.PathLike) -> Iterator[Path]:
+    """A new temporary sibling of `folder` to write into; it replaces `folder` when the block ends.
+
+    The old folder is renamed aside, the new one renamed into place, then the old one removed:
+    a reader finds the old folder or the new one, never a half-written one. If the block
+    raises, the temporary folder is removed and `folder` stays as it was.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        yield tmp
+        old = folder.with_name(f".{folder.name}.old")
+        if folder.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(folder, old)
+        os.rename(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def append_jsonl(path: str | os.PathLike, record: Any) -> None:

@@ -80,9 +80,9 @@ def role_message(role: str, question: str, notes: Sequence[tuple[str, str]] = ()
 
 def chat_ids(tokenizer, message: str) -> list[int]:
     """The message as one user turn with the generation prompt, through the tokenizer's template."""
-    text = tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
-                                         add_generation_prompt=True)
-    return tokenizer.encode(text, add_special_tokens=False)
+    from lmgym.policies.tokenizer import chat_prompt_ids
+
+    return chat_prompt_ids(tokenizer, message)
 
 
 _ANSWER = re.compile(r"answer\s*:\s*(.*)", re.IGNORECASE)

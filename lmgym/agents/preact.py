@@ -51,6 +51,7 @@ import torch
 
 from lmgym.agents.base import Agent, Decision
 from lmgym.agents.prompts import Turn, render_messages
+from lmgym.policies.tokenizer import chat_prompt_ids
 from lmgym.rollouts import Span
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
@@ -138,9 +139,7 @@ def turn_prompt(tokenizer, task: str, turns: list[Turn], max_tokens: int) -> lis
     is too long. Training (`lmgym.training.agentic_sft`) builds its contexts with this function.
     """
     def encode(first_kept: int) -> list[int]:
-        text = tokenizer.apply_chat_template(render_messages("", task, turns, first_kept), tokenize=False,
-                                             add_generation_prompt=True)
-        return tokenizer.encode(text, add_special_tokens=False)
+        return chat_prompt_ids(tokenizer, render_messages("", task, turns, first_kept))
 
     first_kept, ids = 0, encode(0)
     while len(ids) > max_tokens and first_kept < len(turns) - 1:

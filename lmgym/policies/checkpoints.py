@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from lmgym.io import atomic_write_json
+from lmgym.io import atomic_folder, atomic_write_json
 from lmgym.policies.models import load_local_model, resize_for_tokenizer
 from lmgym.policies.tokenizer import load_tokenizer
 
@@ -38,22 +36,12 @@ def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer
                     meta: dict[str, Any], optimizer: torch.optim.Optimizer | None = None) -> Path:
     """Write model (or LoRA adapter), tokenizer, ``meta`` and optionally the optimizer, atomically."""
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    with atomic_folder(folder) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         atomic_write_json(tmp / META_FILE, meta)
         if optimizer is not None:
             torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
-        old = folder.with_name(f".{folder.name}.old")
-        if folder.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(folder, old)
-        os.rename(tmp, folder)
-        shutil.rmtree(old, ignore_errors=True)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
 

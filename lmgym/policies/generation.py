@@ -22,6 +22,8 @@ from typing import Sequence
 import torch
 from transformers import DynamicCache, PreTrainedTokenizerBase
 
+from lmgym.policies.tokenizer import chat_prompt_text
+
 
 def cache_length(cache: DynamicCache) -> int:
     return cache.get_seq_length()
@@ -192,7 +194,7 @@ def generate_text(model, tokenizer: PreTrainedTokenizerBase, prompts: list[str],
     SmolLM2-Instruct). ``seed`` makes sampling repeatable.
     """
     if chat:
-        prompts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True) for p in prompts]
+        prompts = [chat_prompt_text(tokenizer, p) for p in prompts]
     device = next(model.parameters()).device
     saved_side = tokenizer.padding_side
     tokenizer.padding_side = "left"

@@ -26,6 +26,7 @@ from transformers import DynamicCache, PreTrainedTokenizerBase
 from lmgym.envs.promptedit.judge import Findings, compose_feedback
 from lmgym.envs.promptedit.tasks import SchemaTask
 from lmgym.policies.generation import extend, generate_text
+from lmgym.policies.tokenizer import chat_prompt_text
 
 ANSWERS = (" yes", " no")
 CHAT_ANSWERS = ("Yes", "No")
@@ -44,10 +45,7 @@ class LMRubricJudge:
         self.model, self.tokenizer, self.advice_tokens = model.eval(), tokenizer, advice_tokens
 
     def _wrap(self, text: str) -> str:
-        if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
-                                                      add_generation_prompt=True)
-        return text
+        return chat_prompt_text(self.tokenizer, text, plain_without_template=True)
 
     def judge(self, task: SchemaTask, questions: list[tuple[str, str]], findings: Findings,
               statements: list[str]) -> tuple[dict[str, bool], str]:

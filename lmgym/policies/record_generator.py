@@ -37,7 +37,7 @@ from lmgym.policies.backends import is_diffusion_folder
 from lmgym.policies.checkpoints import load_checkpoint
 from lmgym.policies.diffusion import fast_generate
 from lmgym.policies.generation import generate as generate_causal
-from lmgym.policies.tokenizer import decode_answer, is_lmgym_tokenizer, prompt_ids
+from lmgym.policies.tokenizer import chat_prompt_ids, decode_answer, is_lmgym_tokenizer, prompt_ids
 
 CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 DEFAULT_CHECKPOINT = CHECKPOINTS / "json_records_mdlm"
@@ -124,11 +124,7 @@ class RecordGenerator:
         user turn through the chat template for an instruct model, else plain tokens."""
         if is_lmgym_tokenizer(self.tokenizer):
             return prompt_ids(self.tokenizer, prompt, self.max_prompt_tokens)
-        if self.tokenizer.chat_template is not None:
-            text = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                      add_generation_prompt=True)
-            return self.tokenizer.encode(text, add_special_tokens=False)[-self.max_prompt_tokens:]
-        return self.tokenizer.encode(prompt)[-self.max_prompt_tokens:]
+        return chat_prompt_ids(self.tokenizer, prompt, plain_without_template=True)[-self.max_prompt_tokens:]
 
     def _sample(self, prompt: str, n: int, seed: int) -> list[str]:
         row = self.prompt_row(prompt)

@@ -26,7 +26,7 @@ another, and the same agent code drives a tiny model trained here and SmolLM2's 
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from typing import Iterable, Mapping, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
@@ -111,6 +111,29 @@ def ensure_mask_token(tokenizer: PreTrainedTokenizerBase) -> int:
     if tokenizer.mask_token_id is None:
         tokenizer.add_special_tokens({"mask_token": MASK})
     return int(tokenizer.mask_token_id)
+
+
+def chat_prompt_text(tokenizer: PreTrainedTokenizerBase, prompt: str | Sequence[Mapping[str, str]], *,
+                     plain_without_template: bool = False) -> str:
+    """``prompt`` through the tokenizer's chat template, ending in the generation prompt.
+
+    A text is one user turn; a list of chat messages is rendered as it is. With
+    ``plain_without_template``, a text comes back unchanged when the tokenizer has no template
+    (else the template's absence is the tokenizer's error).
+    """
+    if plain_without_template and isinstance(prompt, str) and not tokenizer.chat_template:
+        return prompt
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def chat_prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str | Sequence[Mapping[str, str]], *,
+                    plain_without_template: bool = False) -> list[int]:
+    """`chat_prompt_text` as ids: the template writes its own special tokens, so none are added;
+    a text that falls back to plain (``plain_without_template``) gets the tokenizer's own."""
+    if plain_without_template and isinstance(prompt, str) and not tokenizer.chat_template:
+        return tokenizer.encode(prompt)
+    return tokenizer.encode(chat_prompt_text(tokenizer, prompt), add_special_tokens=False)
 
 
 # --- the sequence layout shared by training and sampling -------------------------------------

@@ -213,12 +213,6 @@ class Turn:
     trajectory_steps: int  # length of the episode the turn comes from
 
 
-def prompt_profile(react_prompt: dict) -> PromptProfile:
-    """The transcript layout a checkpoint's meta (``react_prompt``) says it was trained on."""
-    return PromptProfile(instructions=react_prompt["instructions"], few_shot=react_prompt["few_shot"],
-                         max_prompt_tokens=react_prompt["max_prompt_tokens"])
-
-
 def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens: int) -> tuple[list[Turn], int]:
     """One `Turn` per step of every rollout whose completion fits, and how many did not."""
     turns, dropped = [], 0
@@ -313,7 +307,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     prompt = teacher_meta.get("react_prompt")
     if not prompt:
         raise InputError(f"--teacher {cfg.teacher}: its meta has no react_prompt (train it on rollouts with lmgym.training.lm)")
-    profile = prompt_profile(prompt)
+    profile = PromptProfile.from_meta(prompt)
     max_answer = cfg.max_answer_tokens or int(prompt.get("max_new_tokens") or teacher_meta["max_answer_tokens"])
     records, episodes = load_data(cfg.data)
     if records or not episodes:

@@ -29,9 +29,7 @@ settings the agent reads back, and the step), ``adapter/optimizer.pt``, ``metric
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,7 +42,7 @@ from peft import set_peft_model_state_dict
 from safetensors.torch import load_file
 
 from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
-from lmgym.io import append_jsonl, atomic_write_json
+from lmgym.io import append_jsonl, atomic_folder, atomic_write_json
 from lmgym.policies.checkpoints import OPTIMIZER_FILE, load_optimizer_state
 from lmgym.rollouts import read_episodes
 from lmgym.training.lm import learning_rate
@@ -128,18 +126,11 @@ def save_adapters(out: Path, model, meta: dict, optimizer: torch.optim.Optimizer
     """Write adapter/{solver,upstream}/, adapter/lmgym.json and the optimizer state atomically
     (a new folder renamed over the old one)."""
     target = out / "adapter"
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".adapter-", dir=out))
-    try:
+    with atomic_folder(target) as tmp:
         model.save_pretrained(tmp)  # peft writes each adapter but "default" into a sub-folder named after it
         atomic_write_json(tmp / "lmgym.json", meta)
         if optimizer is not None:
             torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

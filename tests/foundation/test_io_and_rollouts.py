@@ -6,7 +6,7 @@ import pytest
 
 import lmgym  # noqa: F401
 from lmgym.agents import ExpertAgent, RandomAgent, run_episode
-from lmgym.io import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
+from lmgym.io import append_jsonl, atomic_folder, atomic_write_json, read_jsonl, repair_jsonl
 from lmgym.rollouts import Episode, format_completion, read_episodes, write_episode, write_episodes
 
 
@@ -71,6 +71,34 @@ def test_atomic_write_keeps_the_old_file_when_serialising_fails(tmp_path):
         atomic_write_json(path, {"v": object()})
     assert json.loads(path.read_text()) == {"v": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]
+
+
+def test_atomic_folder_replaces_the_old_folder_and_leaves_nothing_beside_it(tmp_path):
+    target = tmp_path / "runs" / "checkpoint"
+    for version in ("1", "2"):
+        with atomic_folder(target) as tmp:
+            assert tmp.parent == target.parent and tmp != target
+            (tmp / "v.txt").write_text(version)
+            if version == "1":
+                (tmp / "only-in-1.txt").write_text("")
+        assert sorted(p.name for p in target.iterdir()) == (["only-in-1.txt", "v.txt"] if version == "1" else ["v.txt"])
+        assert (target / "v.txt").read_text() == version
+        assert [p.name for p in target.parent.iterdir()] == ["checkpoint"]
+
+
+def test_atomic_folder_keeps_the_old_folder_when_writing_fails(tmp_path):
+    target = tmp_path / "checkpoint"
+    with atomic_folder(target) as tmp:
+        (tmp / "v.txt").write_text("old")
+    (tmp_path / ".checkpoint.old").mkdir()  # left by a swap that was killed half-way
+    with pytest.raises(RuntimeError):
+        with atomic_folder(target) as tmp:
+            (tmp / "v.txt").write_text("new")
+            raise RuntimeError("interrupted")
+    assert (target / "v.txt").read_text() == "old"
+    with atomic_folder(target) as tmp:
+        (tmp / "v.txt").write_text("new")
+    assert (target / "v.txt").read_text() == "new" and [p.name for p in tmp_path.iterdir()] == ["checkpoint"]
 
 
 def test_completion_spans_cover_reasoning_and_action():

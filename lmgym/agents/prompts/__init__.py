@@ -125,6 +125,13 @@ class PromptProfile:
     show_actions: bool = False
     max_prompt_tokens: int = 384
 
+    @classmethod
+    def from_meta(cls, react_prompt: dict[str, Any]) -> "PromptProfile":
+        """The profile a checkpoint's meta (``react_prompt``, as `lmgym.training.lm` writes it) records."""
+        return cls(instructions=react_prompt["instructions"], few_shot=react_prompt["few_shot"],
+                   show_actions=react_prompt.get("show_actions", False),
+                   max_prompt_tokens=react_prompt["max_prompt_tokens"])
+
 
 #: Tokens a chat template adds around each message (roles, delimiters): an allowance, not exact.
 MESSAGE_OVERHEAD = 6

@@ -123,7 +123,7 @@ class LocalBackend(TextBackend):
         """Text with a tokenizer made here in its ``[BOS] text [SEP]`` layout
         (`policies.tokenizer.prompt_ids`), other text with the tokenizer's own special tokens;
         chat messages through the chat template, ending in the generation prompt."""
-        from lmgym.policies.tokenizer import is_lmgym_tokenizer, prompt_ids
+        from lmgym.policies.tokenizer import chat_prompt_ids, is_lmgym_tokenizer, prompt_ids
 
         if isinstance(prompt, str):
             if is_lmgym_tokenizer(self.tokenizer):
@@ -131,8 +131,7 @@ class LocalBackend(TextBackend):
             return self.tokenizer.encode(prompt)
         if self.tokenizer.chat_template is None:
             raise ValueError(f"{self.model_name}: the tokenizer has no chat template; give text prompts")
-        text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return chat_prompt_ids(self.tokenizer, prompt)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
