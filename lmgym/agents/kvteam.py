@@ -49,6 +49,7 @@ from lmgym.errors import InputError
 from lmgym.policies.checkpoints import load_checkpoint, read_meta
 from lmgym.policies.generation import fork_cache, generate, merge_caches, repeat_cache, slice_cache
 from lmgym.policies.models import load_smollm2
+from lmgym.policies.tokenizer import chat_prompt_ids
 
 MODES = ("single", "textmas", "latentmas", "diffmas")
 KEEP = ("all", "latent", "latest")
@@ -76,13 +77,6 @@ def role_message(role: str, question: str, notes: Sequence[tuple[str, str]] = ()
     """The user message of one agent: its instruction, earlier agents' notes (TextMAS), the question."""
     lines = [ROLE_INSTRUCTIONS[role]] + [f"{r.title()}: {text}" for r, text in notes] + [question]
     return "\n".join(lines)
-
-
-def chat_ids(tokenizer, message: str) -> list[int]:
-    """The message as one user turn with the generation prompt, through the tokenizer's template."""
-    from lmgym.policies.tokenizer import chat_prompt_ids
-
-    return chat_prompt_ids(tokenizer, message)
 
 
 _ANSWER = re.compile(r"answer\s*:\s*(.*)", re.IGNORECASE)
@@ -289,7 +283,7 @@ class KVTeam:
         use_adapter(self.model, self._upstream_adapter_name(), trainable)
         added = 2 if self.latent_steps else 1  # segments each upstream agent appends
         for role in self.roles[:-1]:
-            ids = chat_ids(self.tokenizer, role_message(role, question))
+            ids = chat_prompt_ids(self.tokenizer, role_message(role, question))
             out = self._forward(trace, ids=ids, hidden=self.latent_steps > 0, all_logits=False)
             trace.segments.append(Segment(role, "prompt", len(ids)))
             if self.latent_steps:
@@ -305,7 +299,7 @@ class KVTeam:
         return trace
 
     def solver_ids(self, question: str, notes: Sequence[tuple[str, str]] = ()) -> list[int]:
-        return chat_ids(self.tokenizer, role_message("solver", question, notes))
+        return chat_prompt_ids(self.tokenizer, role_message("solver", question, notes))
 
     def _solver_adapter_name(self) -> str | None:
         return SOLVER_ADAPTER if self.mode == "diffmas" else None
@@ -314,7 +308,7 @@ class KVTeam:
         """TextMAS: each upstream agent writes a message that every later agent reads."""
         notes, generated = [], 0
         for role in self.roles[:-1]:
-            ids = chat_ids(self.tokenizer, role_message(role, question, notes))
+            ids = chat_prompt_ids(self.tokenizer, role_message(role, question, notes))
             out = generate(self.net, torch.tensor([ids], device=self.device), max_new_tokens=self.text_tokens,
                            temperature=temperature, top_p=0.95 if temperature else 1.0,
                            eos_token_id=self.tokenizer.eos_token_id, generator=generator)

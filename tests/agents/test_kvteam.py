@@ -5,11 +5,11 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from lmgym.agents.kvteam import (ROLE_INSTRUCTIONS, KVTeam, Trace, chat_ids, extract_answer, kv_bytes_per_token, majority_answer,
+from lmgym.agents.kvteam import (ROLE_INSTRUCTIONS, KVTeam, Trace, extract_answer, kv_bytes_per_token, majority_answer,
                                  realign, realignment, role_message, roles)
 from lmgym.agents.registry import make_agent, resolve_agent
 from lmgym.errors import InputError
-from lmgym.policies.tokenizer import train_bpe_tokenizer
+from lmgym.policies.tokenizer import chat_prompt_ids, train_bpe_tokenizer
 from lmgym.training.lora import add_lora
 
 QUESTION = "Question: Ada has 3 apples. Ada buys 4 more apples. How many apples does Ada have now?"
@@ -61,7 +61,7 @@ def test_keep_options_cut_the_cache_but_not_the_positions(model, tokenizer):
     for keep in ("all", "latent", "latest"):
         with torch.no_grad():
             traces[keep] = KVTeam(model, tokenizer, "latentmas", latent_steps=4, keep=keep).build_trace(QUESTION)
-    prompts = [len(chat_ids(tokenizer, role_message(r, QUESTION))) for r in roles(4)[:-1]]
+    prompts = [len(chat_prompt_ids(tokenizer, role_message(r, QUESTION))) for r in roles(4)[:-1]]
     total = sum(prompts) + 3 * 4
     assert all(t.next_position == total for t in traces.values())
     assert traces["all"].length() == total
