@@ -15,8 +15,9 @@ seeds >= 1,000,000) with the same backbone (`lmgym.agents.kvteam`). Per question
 Rows are written one per (row, latent steps, seed) to ``episodes.jsonl`` and skipped when the
 run is resumed. ``--ablation`` repeats LatentMAS (and each DiffMAS adapter, trained at its own
 number of steps) at other numbers of latent steps. Writes ``summary.json``, ``table.md`` (rows
-modes, columns metrics, 95% intervals: Wilson for rates, normal for means) and
-``latent_steps.png`` (EM against latent steps) under ``--out``.
+modes, columns metrics, 95% intervals: Wilson for rates, normal for means; then each DiffMAS row
+against every other row on the seeds both answered: questions only one of them got right, and the
+exact McNemar p) and ``latent_steps.png`` (EM against latent steps) under ``--out``.
 
     python benchmarks/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
         --adapters stop=arith-diffmas-stop flow=arith-diffmas-flow --ablation 0 5 10 20 40 --out runs/kvteam/arith-tiny
@@ -39,7 +40,7 @@ import torch
 import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.kvteam import KVTeam, load_adapters, load_backbone, majority_answer, resolve_installed
 from lmgym.agents.runner import agent_seed
-from lmgym.benchmarks.report import _pyplot, mean_interval, wilson_interval
+from lmgym.benchmarks.report import _pyplot, mcnemar_exact, mean_interval, wilson_interval
 from lmgym.envs.registry import family_of
 from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.policies.checkpoints import read_meta
@@ -154,11 +155,29 @@ def summarize(rows: list[dict]) -> list[dict]:
     return result
 
 
+def paired(rows: list[dict]) -> list[dict]:
+    """Each DiffMAS row against every other row at the main latent steps (or 0), on the seeds both
+    answered: questions only the first got right, only the second, and the exact McNemar p."""
+    main = {}
+    for r in rows:
+        if r["latent_steps"] == (args.latent_steps if r["mode"] in ("latentmas", "diffmas") and not r["label"].endswith(NO_TRACE) else 0):
+            main.setdefault(r["label"], {})[r["seed"]] = r["em"]
+    result = []
+    for first in sorted(label for label in main if label.startswith("diffmas-") and not label.endswith(NO_TRACE)):
+        for second in sorted(label for label in main if label != first):
+            seeds = main[first].keys() & main[second].keys()
+            only_first = sum(main[first][s] > main[second][s] for s in seeds)
+            only_second = sum(main[second][s] > main[first][s] for s in seeds)
+            result.append({"first": first, "second": second, "n": len(seeds), "only_first": only_first,
+                           "only_second": only_second, "p": mcnemar_exact(only_first, only_second)})
+    return result
+
+
 def ci(value: float, interval, digits: int = 2) -> str:
     return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
-def table(cells: list[dict]) -> str:
+def table(cells: list[dict], comparisons: list[dict]) -> str:
     lines = [f"`{args.env}`, backbone `{args.backbone}`, {args.latent_steps} latent steps, seeds 0..{args.episodes - 1}; "
              f"self-consistency over {args.samples} samples at temperature {SC_TEMPERATURE}.", "",
              "| mode | n | EM [95% CI] | F1 | answer perplexity [95% CI] | self-consistency EM [95% CI] "
@@ -185,6 +204,11 @@ def table(cells: list[dict]) -> str:
             lines.append(f"| {label} | " + " | ".join(
                 f"{ci(by_steps[m]['em'], by_steps[m]['em_ci'])} (n={by_steps[m]['n']})" if m in by_steps else "-"
                 for m in ablation) + " |")
+    if comparisons:
+        lines += ["", "Paired by seed (EM): questions only the first row got right, only the second, exact McNemar p:", "",
+                  "| DiffMAS row | against | n | only DiffMAS | only the other | p |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {c['first']} | {c['second']} | {c['n']} | {c['only_first']} | {c['only_second']} | {c['p']:.3f} |"
+                  for c in comparisons]
     return "\n".join(lines) + "\n"
 
 
@@ -222,9 +246,11 @@ for m in args.ablation:
     for label, mode in rows_spec:
         if mode in ("latentmas", "diffmas") and m != args.latent_steps:
             run_cell(label, mode, m, range(args.ablation_episodes or args.episodes), full=False)
-cells = summarize(list(read_jsonl(rows_path)))
-atomic_write_json(out / "summary.json", {"args": vars(args), "cells": cells, "wall_s_this_run": time.time() - started})
-atomic_write_text(out / "table.md", table(cells))
+rows = list(read_jsonl(rows_path))
+cells, comparisons = summarize(rows), paired(rows)
+atomic_write_json(out / "summary.json", {"args": vars(args), "cells": cells, "paired": comparisons,
+                                         "wall_s_this_run": time.time() - started})
+atomic_write_text(out / "table.md", table(cells, comparisons))
 if args.ablation:
     plot(cells, out / "latent_steps.png")
-print(table(cells))
+print(table(cells, comparisons))
