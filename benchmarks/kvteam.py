@@ -207,7 +207,7 @@ def table(cells: list[dict], comparisons: list[dict]) -> str:
     if comparisons:
         lines += ["", "Paired by seed (EM): questions only the first row got right, only the second, exact McNemar p:", "",
                   "| DiffMAS row | against | n | only DiffMAS | only the other | p |", "| --- | --- | ---: | ---: | ---: | ---: |"]
-        lines += [f"| {c['first']} | {c['second']} | {c['n']} | {c['only_first']} | {c['only_second']} | {c['p']:.3f} |"
+        lines += [f"| {c['first']} | {c['second']} | {c['n']} | {c['only_first']} | {c['only_second']} | {c['p']:.2g} |"
                   for c in comparisons]
     return "\n".join(lines) + "\n"
 

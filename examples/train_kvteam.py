@@ -15,7 +15,8 @@ learned on the twin). Stages (``--stages`` picks some, in this order):
    frozen backbone, with gradients stopped at the trace and flowing into the upstream agents'
    LoRA (`lmgym.training.kvteam_sft`), on other training seeds.
 4. ``install``: the backbone (float32) and both adapters under
-   ``lmgym/policies/checkpoints/kvteam/`` as ``<task>-ar`` and ``<task>-diffmas-{stop,flow}``
+   ``lmgym/policies/checkpoints/kvteam/`` as ``arith-ar`` and ``arith-diffmas-{stop,flow}`` (or
+   ``hotpotqa-distractor-ar``, ``hotpotqa-distractor-diffmas-...``)
    (what `benchmarks/kvteam.py` loads). ``--gradients`` picks the adapters trained and installed.
 
     python examples/train_kvteam.py --out runs/kvteam --install
@@ -49,6 +50,7 @@ STAGES = ("data", "backbone", "sft", "install")
 
 @dataclass(frozen=True)
 class Task:
+    name: str  # of the installed models: <name>-ar, <name>-diffmas-<gradient>
     env_id: str
     variants: tuple[dict, ...]  # env kwargs of the backbone's data, one rollout file each
     split_digits: bool  # the tokenizer's digits one by one (arithmetic)
@@ -58,9 +60,9 @@ class Task:
 
 
 TASKS = {
-    "arith": Task("lmgym/Arith-v0", tuple({"num_steps": n} for n in (1, 2, 3, 4)), True, 512, 128, 96),
+    "arith": Task("arith", "lmgym/Arith-v0", tuple({"num_steps": n} for n in (1, 2, 3, 4)), True, 512, 128, 96),
     # ten paragraphs are ~1,500 characters; a 1,024-token BPE keeps the prompt under 640 tokens
-    "hotpotqa": Task("lmgym/HotPotQA-Distractor-Gen-v0", ({},), False, 1024, 640, 96),
+    "hotpotqa": Task("hotpotqa-distractor", "lmgym/HotPotQA-Distractor-Gen-v0", ({},), False, 1024, 640, 96),
 }
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -125,14 +127,14 @@ if "sft" in stages:
 # --- 4. install -------------------------------------------------------------------------------
 if "install" in stages:
     # float32 (3-4 MB): the adapters were trained over exactly these weights
-    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALLED / f"{args.task}-ar", half=False)
+    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALLED / f"{task.name}-ar", half=False)
     for gradient in args.gradients:
-        target = INSTALLED / f"{args.task}-diffmas-{gradient}"
+        target = INSTALLED / f"{task.name}-diffmas-{gradient}"
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target)
         (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
         meta = json.loads((target / "lmgym.json").read_text())
-        meta["kvteam"]["backbone"] = f"{args.task}-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
+        meta["kvteam"]["backbone"] = f"{task.name}-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
         meta["train_config"] = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out", "backbone")}
         atomic_write_json(target / "lmgym.json", meta)
     print(f"installed {backbone} and the adapters in {INSTALLED}")
