@@ -168,24 +168,15 @@ def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotp
     assert divergence_of(trained) < 0.7 * divergence_of(fresh)
 
 
-def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teacher_hotpotqa_file, tmp_path, monkeypatch):
+def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teacher_hotpotqa_file, tmp_path, interrupt_training):
     distill.train(config(teacher_hotpotqa_file, tmp_path / "a", steps=6))
     distill.train(config(teacher_hotpotqa_file, tmp_path / "b", steps=6))
     a = load_checkpoint(tmp_path / "a" / "checkpoint")[0].state_dict()
     b = load_checkpoint(tmp_path / "b" / "checkpoint")[0].state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    schedule = distill.learning_rate
-
-    def interrupted(cfg, step):
-        if step == 4:
-            raise KeyboardInterrupt
-        return schedule(cfg, step)
-
-    monkeypatch.setattr(distill, "learning_rate", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_training(distill, 4):
         distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
     assert read_meta(tmp_path / "cut" / "checkpoint")["step"] == 3
-    monkeypatch.setattr(distill, "learning_rate", schedule)
     distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
     resumed = load_checkpoint(tmp_path / "cut" / "checkpoint")[0].state_dict()
     assert all(torch.allclose(a[k], resumed[k], atol=1e-6) for k in a)

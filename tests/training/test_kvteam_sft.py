@@ -72,7 +72,7 @@ def test_gradients_reach_the_upstream_lora_only_when_they_flow(setup):
     assert lora_b and any(v.abs().sum() > 0 for v in lora_b)
 
 
-def test_an_interrupted_run_resumes_exactly(setup, monkeypatch):
+def test_an_interrupted_run_resumes_exactly(setup, interrupt_training):
     import lmgym.training.kvteam_sft as kvteam_sft
 
     def config(out, **kwargs):
@@ -80,18 +80,9 @@ def test_an_interrupted_run_resumes_exactly(setup, monkeypatch):
                                gradient="flow", latent_steps=2, steps=4, batch_size=2, lr=3e-2, quiet=True, **kwargs)
 
     train(config("whole"))
-    schedule = kvteam_sft.learning_rate
-
-    def interrupted(cfg, step, **kwargs):
-        if step == 3:
-            raise KeyboardInterrupt
-        return schedule(cfg, step, **kwargs)
-
-    monkeypatch.setattr(kvteam_sft, "learning_rate", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_training(kvteam_sft, 3):
         train(config("cut", save_every=2))
     assert json.loads((setup / "cut" / "adapter" / "lmgym.json").read_text())["step"] == 2
-    monkeypatch.setattr(kvteam_sft, "learning_rate", schedule)
     train(config("cut", save_every=2))
     for adapter in ("solver", "upstream"):
         whole = load_file(setup / "whole" / "adapter" / adapter / "adapter_model.safetensors")

@@ -66,24 +66,15 @@ def test_responses_are_masked_at_rates_between_a_tenth_and_nine_tenths_and_promp
     assert 0.35 < rates.mean() < 0.65
 
 
-def test_agentic_sft_learns_and_resumes_exactly(teacher_hotpotqa_file, tmp_path, monkeypatch):
+def test_agentic_sft_learns_and_resumes_exactly(teacher_hotpotqa_file, tmp_path, interrupt_training):
     agentic_sft.train(sft_config(teacher_hotpotqa_file, tmp_path / "whole", steps=40, lr=3e-3))
     losses = [json.loads(line)["train/loss"] for line in (tmp_path / "whole" / "metrics.jsonl").open()]
     assert sum(losses[-5:]) / 5 < 0.7 * sum(losses[:5]) / 5, losses
     # the same run interrupted after its step-20 checkpoint, then resumed, ends where the whole one did
-    schedule = agentic_sft.learning_rate
-
-    def interrupted(cfg, step):
-        if step == 21:
-            raise KeyboardInterrupt
-        return schedule(cfg, step)
-
-    monkeypatch.setattr(agentic_sft, "learning_rate", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with interrupt_training(agentic_sft, 21):
         agentic_sft.train(sft_config(teacher_hotpotqa_file, tmp_path / "cut", steps=40, lr=3e-3, save_every=20))
     meta = read_meta(tmp_path / "cut" / "checkpoint")
     assert meta["step"] == 20 and meta["preact_layout"]["reason_tokens"] == 64
-    monkeypatch.setattr(agentic_sft, "learning_rate", schedule)
     agentic_sft.train(sft_config(teacher_hotpotqa_file, tmp_path / "cut", steps=40, lr=3e-3, save_every=20))
     whole = load_checkpoint(tmp_path / "whole" / "checkpoint")[0].state_dict()
     resumed = load_checkpoint(tmp_path / "cut" / "checkpoint")[0].state_dict()
