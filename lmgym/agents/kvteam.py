@@ -143,7 +143,7 @@ class Trace:
         return sum(s.length for s in self.segments)
 
     def fork(self) -> Trace:
-        """An independent copy to extend (a Solver sample, a perplexity pass) without touching this one."""
+        """An independent copy to extend (a perplexity pass) without touching this one."""
         return Trace(fork_cache(self.cache) if self.segments else DynamicCache(), list(self.segments), self.next_position)
 
     def keep_only(self, wanted) -> None:
