@@ -67,7 +67,7 @@ parser.add_argument("--objective", default="mdlm", choices=["mdlm", "ar"],
 parser.add_argument("--ar-steps", type=int, default=700,
                     help="autoregressive steps: the warm start, or with --objective ar the whole run (the same run: "
                          "same data, config and seed)")
-parser.add_argument("--steps", type=int, default=400, help="masked-diffusion steps")
+parser.add_argument("--steps", type=int, default=3000, help="masked-diffusion steps")
 parser.add_argument("--mask-schedule", default="blocks", choices=["uniform", "blocks"],
                     help="uniform: LLaDA's masks; blocks: the semi-autoregressive sampler's states (lmgym.training.lm)")
 parser.add_argument("--per-task", type=int, default=None, help="cap on train records per task (smoke runs)")

@@ -40,6 +40,7 @@ class DiffusionBackend(LocalBackend):
         threshold: Fast-dLLM confidence threshold (None: LLaDA's fixed schedule).
         cache: ``"none"``, ``"prefix"`` or ``"dual"`` (fast sampler).
         threads: torch CPU threads while generating (None: leave as is).
+        trust_remote_code: run the folder's own model code (LLaDA-8B, Dream; `load_local_model`).
     """
 
     name = "diffusion"
@@ -48,14 +49,15 @@ class DiffusionBackend(LocalBackend):
     def __init__(self, model: str | os.PathLike, *, sampler: str = "fast", block_length: int = 32,
                  steps_per_block: int = 32, threshold: float | None = 0.9, cache: str = "dual",
                  device: str | None = None, dtype: torch.dtype | str | None = None, threads: int | None = None,
-                 max_context: int | None = None):
+                 max_context: int | None = None, trust_remote_code: bool = False):
         from lmgym.policies.checkpoints import load_checkpoint
 
         if sampler not in ("fast", "reference"):
             raise ValueError(f"sampler must be 'fast' or 'reference', got {sampler!r}")
         self.device, dtype = best_device_and_dtype(device, dtype)
         self.model_name = str(model)
-        self.model, self.tokenizer, meta = load_checkpoint(model, device=str(self.device), dtype=dtype)
+        self.model, self.tokenizer, meta = load_checkpoint(model, device=str(self.device), dtype=dtype,
+                                                           trust_remote_code=trust_remote_code)
         self.mask_id = meta.get("mask_token_id") or self.tokenizer.mask_token_id
         if self.mask_id is None:
             raise ValueError(f"{model}: no [MASK] token (not a masked-diffusion model)")
