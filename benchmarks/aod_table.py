@@ -12,6 +12,8 @@ seeds) unless ``--no-run``, then reads each episode's transcript and writes into
   (Student t, n - 1 degrees of freedom);
 * paired comparisons: for each AoD agent against each baseline, the mean per-episode reward
   difference on the same seeds with its 95% t interval, and whether the interval excludes 0;
+* the AR-generator ablation: every agent that also ran on a task's AR twin (env label
+  ``<task>-AR``) minus itself there, paired by seed;
 * ``reward_vs_calls.png``: the best search reward so far against generator calls, mean over
   episodes, one panel per task (each method's ``PromptEvaluator.curve``; a method whose search
   ended early keeps its last value).
@@ -35,7 +37,10 @@ from lmgym.envs.promptedit.judge import METRIC_KEYS
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 
 COLUMNS = METRIC_KEYS + ("reward", "generator_calls", "seconds_per_cycle")
-AOD_AGENTS = ("aod-ppo", "aod-editor", "aod-scalar", "aod-editor-zeroshot")
+AOD_AGENTS = ("aod-ppo", "aod-editor", "aod-scalar", "aod-editor-zeroshot", "aod-ppo-ar")
+#: the label suffix of a task's env with the AR record generator (the spec's ablation entries);
+#: on it, agent ``<name>-ar`` (a policy trained against that generator) stands for ``<name>``
+AR_SUFFIX = "-AR"
 
 
 def mean_interval(values: list[float]) -> tuple[float, float]:
@@ -101,6 +106,27 @@ def paired(records: list[dict]) -> list[dict]:
     return comparisons
 
 
+def generator_ablation(records: list[dict]) -> list[dict]:
+    """Each agent on a task's diffusion env minus the same agent (or its ``-ar`` version) on the
+    task's AR-generator twin (the env labelled ``<task>-AR``), paired by episode seed."""
+    reward = {(r["env"], r["agent"], r["episode"]): r["reward"] for r in records}
+    rows = []
+    for twin in sorted({r["env"] for r in records if r["env"].endswith(AR_SUFFIX)}):
+        env = twin[: -len(AR_SUFFIX)]
+        for twin_agent in dict.fromkeys(r["agent"] for r in records if r["env"] == twin):
+            agent = twin_agent.removesuffix(AR_SUFFIX.lower())
+            episodes = sorted(e for (v, a, e) in reward if v == twin and a == twin_agent and (env, agent, e) in reward)
+            if not episodes:
+                continue
+            diffusion = [reward[env, agent, e] for e in episodes]
+            ar = [reward[twin, twin_agent, e] for e in episodes]
+            mean, half = mean_interval([d - a for d, a in zip(diffusion, ar)])
+            rows.append({"env": env, "agent": agent, "ar_agent": twin_agent, "n": len(episodes), "difference": mean,
+                         "ci95": [mean - half, mean + half], "diffusion": float(np.mean(diffusion)),
+                         "ar": float(np.mean(ar))})
+    return rows
+
+
 def _fmt(mean_half: tuple, digits: int) -> str:
     mean, half = mean_half
     if mean is None:
@@ -108,12 +134,20 @@ def _fmt(mean_half: tuple, digits: int) -> str:
     return f"{mean:.{digits}f}" if math.isnan(half) else f"{mean:.{digits}f} ± {half:.{digits}f}"
 
 
-def markdown(cells: dict, comparisons: list[dict], order: list[str]) -> str:
+def in_order(names, first: list[str]) -> list[str]:
+    """`names` with those of `first` (the spec's envs) first, in its order, then the rest sorted."""
+    names = set(names)
+    return [n for n in first if n in names] + sorted(names - set(first))
+
+
+def markdown(cells: dict, comparisons: list[dict], order: list[str], ablation: list[dict] = (),
+             env_order: list[str] = ()) -> str:
     heads = ("TSR", "field overlap", "similarity", "diversity", "entropy", "novelty", "perplexity", "reward",
              "generator calls", "s / cycle")
     digits = {"entropy": 2, "perplexity": 1, "generator_calls": 1, "seconds_per_cycle": 2}
     lines = []
-    for env, by_agent in cells.items():
+    for env in in_order(cells, env_order):
+        by_agent = cells[env]
         n = sorted({c["n"] for c in by_agent.values()})
         lines += [f"**{env}** (mean ± 95% t interval over n = {'/'.join(map(str, n))} held-out episodes)", "",
                   "| method | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(heads)]
@@ -127,14 +161,26 @@ def markdown(cells: dict, comparisons: list[dict], order: list[str]) -> str:
             lines += [f"| {c['aod']} | {c['baseline']} | {c['difference']:+.3f} [{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] "
                       f"| {c['verdict']} |" for c in rows]
             lines.append("")
+    if ablation:
+        lines += ["**AR-generator ablation**: reward with the diffusion generator minus with the AR generator, same "
+                  "agent, paired by seed", "", "| task | agent | n | diffusion | AR | difference (95% CI) |",
+                  "| --- | --- | ---: | ---: | ---: | --- |"]
+        lines += [f"| {r['env']} | {r['agent']} (AR: {r['ar_agent']}) | {r['n']} | {r['diffusion']:.3f} | {r['ar']:.3f} | {r['difference']:+.3f} "
+                  f"[{r['ci95'][0]:+.3f}, {r['ci95'][1]:+.3f}] |" for r in ablation]
+        lines.append("")
     return "\n".join(lines)
 
 
-def plot_curves(records: list[dict], order: list[str], path: Path) -> None:
+def plot_curves(records: list[dict], order: list[str], path: Path, env_order: list[str] = ()) -> None:
+    """One panel per env, in `env_order` (the spec's) and four to a row."""
     plt = _pyplot()
-    envs = list(dict.fromkeys(r["env"] for r in records))
-    fig, axes = plt.subplots(1, len(envs), figsize=(4.5 * len(envs), 3.6), squeeze=False)
-    for ax, env in zip(axes[0], envs):
+    envs = in_order({r["env"] for r in records}, env_order)
+    columns = min(4, len(envs))
+    rows = -(-len(envs) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[len(envs):]:
+        ax.set_visible(False)
+    for ax, env in zip(axes.flat, envs):
         for agent in order:
             rows = [r for r in records if r["env"] == env and r["agent"] == agent and r["curve"]]
             if not rows:
@@ -177,11 +223,13 @@ def main() -> None:
                 records.append(record)
     out.mkdir(parents=True, exist_ok=True)
     order = [a.name for a in spec.agents]
-    cells, comparisons = table(records), paired(records)
-    atomic_write_json(out / "aod_table.json", {"cells": cells, "comparisons": comparisons})
-    atomic_write_text(out / "aod_table.md", markdown(cells, comparisons, order))
-    plot_curves(records, order, out / "reward_vs_calls.png")
-    print(markdown(cells, comparisons, order))
+    cells, comparisons, ablation = table(records), paired(records), generator_ablation(records)
+    atomic_write_json(out / "aod_table.json", {"cells": cells, "comparisons": comparisons, "ar_ablation": ablation})
+    env_order = [e.name for e in spec.envs]
+    report = markdown(cells, comparisons, order, ablation, env_order)
+    atomic_write_text(out / "aod_table.md", report)
+    plot_curves(records, order, out / "reward_vs_calls.png", env_order)
+    print(report)
 
 
 if __name__ == "__main__":

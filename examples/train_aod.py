@@ -7,17 +7,23 @@ T = 8 edits on training seeds (``--seed 1_000_000``: env i of the run resets wit
 1_000_000 + i on), the env's text as token ids read by the DRRN-style slot scorer
 (`lmgym.policies.sb3`), the frozen generator writing ``--batch-size`` records per edit. The
 scalar variant sets ``show_feedback=False``: the same observation without the feedback lines.
+By default 640 edits in 2 envs (80 episodes), a PPO update every 16 steps of each (20 updates of
+10 epochs at learning rate 3e-3): with 2-4 updates at 1e-3 the policy had not moved from its
+initial scores (approximate KL ~1e-4, docs/aod.md).
 
     python examples/train_aod.py --out runs/aod --install
     python examples/train_aod.py --tasks SuperNI --variants ppo --steps 256
+    python examples/train_aod.py --out runs/aod_ar --variants ppo --tag ar --install \
+        --generator lmgym.policies.record_generator:AutoregressiveRecordGenerator
 
 ``--install`` copies each ``model.zip`` and ``encoder.json`` to
-``lmgym/policies/checkpoints/aod/<variant>-<Task>/``, where `lmgym.agents.aod` finds them.
+``lmgym/policies/checkpoints/aod/<variant>-<Task>/`` (``<variant>-<tag>-<Task>`` with ``--tag``),
+where `lmgym.agents.aod` finds them (``aod-ppo(path=ppo-ar-{task})`` for a tagged one).
 ``--pg-iterations N`` then trains the tiny editor (examples/train_aod_editor.py) for N
 iterations of `lmgym.training.pg` on training seeds, all tasks in turn; ``--install`` writes it
 to ``lmgym/policies/checkpoints/aod_editor_pg`` (the editor named ``tiny-pg``).
 
-Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --pg-iterations 1 --pg-group 2 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
+Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --num-envs 1 --pg-iterations 1 --pg-group 2 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
 Needs data: super_natural_instructions
 """
 
@@ -43,14 +49,18 @@ parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/aod")
 parser.add_argument("--tasks", nargs="*", default=sorted(LOADERS))
 parser.add_argument("--variants", nargs="*", default=["ppo", "scalar"], choices=["ppo", "scalar"])
-parser.add_argument("--steps", type=int, default=128, help="env steps (edits) per run, one generator call each")
-parser.add_argument("--n-steps", type=int, default=32, help="rollout length per env between PPO updates")
+parser.add_argument("--steps", type=int, default=640, help="env steps (edits) per run, one generator call each")
+parser.add_argument("--n-steps", type=int, default=16, help="rollout length per env between PPO updates")
+parser.add_argument("--num-envs", type=int, default=2, help="envs stepped per PPO step (each on its own training seeds)")
+parser.add_argument("--lr", type=float, default=3e-3, help="PPO's Adam learning rate")
+parser.add_argument("--n-epochs", type=int, default=10, help="PPO epochs per rollout")
 parser.add_argument("--batch-size", type=int, default=8, help="records per generated batch")
 parser.add_argument("--max-tokens", type=int, default=256, help="observation tokens the policy reads")
 parser.add_argument("--generator", default=None, help="generator entry point (default: the env's, the frozen MDLM)")
 parser.add_argument("--pg-iterations", type=int, default=0, help="policy-gradient iterations of the editor (0: none)")
 parser.add_argument("--pg-group", type=int, default=4, help="edits sampled per state")
 parser.add_argument("--install", action="store_true", help=f"copy the policies under {POLICY_CHECKPOINTS}")
+parser.add_argument("--tag", default="", help="name the policies <variant>-<tag>-<Task> (e.g. ar with an AR --generator)")
 args = parser.parse_args()
 
 
@@ -77,20 +87,22 @@ for task in args.tasks:
         env_kwargs = {"batch_size": args.batch_size, "show_feedback": variant == "ppo"}
         if args.generator:
             env_kwargs["generator"] = args.generator
-        out = Path(args.out) / f"{variant}-{task}"
+        name = "-".join(filter(None, (variant, args.tag, task)))
+        out = Path(args.out) / name
         start = time.perf_counter()
         result = train(PPOConfig(
             env_id=f"lmgym/PromptEdit-{task}-v0", env_kwargs=json.dumps(env_kwargs), steps=args.steps,
-            seed=TRAIN_SEEDS_FROM, num_envs=1, max_tokens=args.max_tokens, action_tokens=24,
-            n_steps=args.n_steps, batch_size=args.n_steps, learning_rate=1e-3, gamma=0.9, ent_coef=0.01,
+            seed=TRAIN_SEEDS_FROM, num_envs=args.num_envs, max_tokens=args.max_tokens, action_tokens=24,
+            n_steps=args.n_steps, batch_size=args.n_steps * args.num_envs, learning_rate=args.lr,
+            n_epochs=args.n_epochs, gamma=0.9, ent_coef=0.01,
             out=str(out), checkpoint_every=0, eval_episodes=0, quiet=True))
-        print(f"{variant}-{task}: {result['timesteps']} steps, {result['training_episodes']} episodes, "
+        print(f"{name}: {result['timesteps']} steps, {result['training_episodes']} episodes, "
               f"{time.perf_counter() - start:.0f} s -> {out}", flush=True)
         if args.install:
-            target = POLICY_CHECKPOINTS / f"{variant}-{task}"
+            target = POLICY_CHECKPOINTS / name
             target.mkdir(parents=True, exist_ok=True)
-            for name in (ENCODER_FILE, "learning_curve.csv", "config.json"):
-                shutil.copy2(out / name, target / name)
+            for file in (ENCODER_FILE, "learning_curve.csv", "config.json"):
+                shutil.copy2(out / file, target / file)
             without_optimizer_state(out / "model.zip", target / "model.zip")
 
 if args.pg_iterations:

@@ -72,8 +72,10 @@ class AoDPolicy(AoDLoop):
 
     Args:
         budget: generator calls.
-        path: the policy's ``model.zip``; ``{task}`` is replaced by the env's task name (default:
-            the installed policy of `POLICY_CHECKPOINTS`, ``ppo-<Task>``).
+        path: the policy's ``model.zip``, or the name of an installed policy folder in
+            `POLICY_CHECKPOINTS` (e.g. ``ppo-ar-{task}``, trained against the AR generator);
+            ``{task}`` is replaced by the env's task name (default: ``ppo-{task}``, or
+            ``scalar-{task}`` for `AoDScalar`).
         deterministic: take the most likely edit instead of sampling.
     """
 
@@ -83,7 +85,9 @@ class AoDPolicy(AoDLoop):
     def __init__(self, budget: int = 32, path: str | None = None, deterministic: bool = False):
         super().__init__(budget)
         variant = "ppo" if self.show_feedback else "scalar"
-        self.path_template = path or str(POLICY_CHECKPOINTS / f"{variant}-{{task}}" / "model.zip")
+        path = path or variant + "-{task}"
+        installed_name = "/" not in path and not path.endswith(".zip")
+        self.path_template = str(POLICY_CHECKPOINTS / path / "model.zip") if installed_name else path
         self.deterministic = deterministic
         self.policies: dict[str, object] = {}
 

@@ -296,3 +296,12 @@ def test_aod_editor_reads_the_feedback_of_its_last_batch(env):
     decision, generated = run(agent, env)
     assert generated == 4 and len(agent.editor.contexts) >= 3
     assert all("Feedback: " in c for c in agent.editor.contexts)
+
+
+def test_aod_policy_paths_name_a_file_or_an_installed_policy():
+    from lmgym.agents.aod import POLICY_CHECKPOINTS, AoDPolicy, AoDScalar
+
+    assert AoDPolicy().path_template == str(POLICY_CHECKPOINTS / "ppo-{task}" / "model.zip")
+    assert AoDScalar().path_template == str(POLICY_CHECKPOINTS / "scalar-{task}" / "model.zip")
+    assert AoDPolicy(path="ppo-ar-{task}").path_template == str(POLICY_CHECKPOINTS / "ppo-ar-{task}" / "model.zip")
+    assert AoDPolicy(path="runs/aod/ppo-{task}/model.zip").path_template == "runs/aod/ppo-{task}/model.zip"

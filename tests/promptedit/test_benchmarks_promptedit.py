@@ -67,3 +67,38 @@ def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_p
     assert (tmp_path / "cells.jsonl").read_text().splitlines() == cells  # resumed: nothing measured twice
     markdown = (tmp_path / "results.md").read_text()
     assert "| rules schema-valid | rules TSR |" in markdown and markdown.count("| SuperNI |") == 4
+
+
+def test_aod_table_tabulates_a_spec_and_pairs_each_task_with_its_ar_twin(tmp_path):
+    from lmgym.benchmarks.spec import load_spec
+
+    aod_table = _load("aod_table")
+    rules = "lmgym.envs.promptedit.generators:RuleBasedGenerator"
+    # the twin runs the same stand-in generator, so the ablation's paired differences must be 0
+    (tmp_path / "spec.yaml").write_text(f"""
+id: aod-tiny
+episodes: 2
+max_steps: 1
+envs:
+  - {{id: lmgym/PromptEdit-SuperNI-v0, kwargs: {{batch_size: 4, generator: "{rules}"}}, label: SuperNI}}
+  - {{id: lmgym/PromptEdit-SuperNI-v0, kwargs: {{batch_size: 4, generator: "{rules}"}}, label: SuperNI-AR,
+     agents: [hill-climb, static-ar]}}
+agents:
+  - static
+  - {{name: static-ar, kind: static}}
+  - {{name: hill-climb, kwargs: {{budget: 3}}}}
+""")
+    aod_table.run_benchmark(load_spec(tmp_path / "spec.yaml"), tmp_path / "out", backend="inprocess", quiet=True,
+                            plots=False)
+    records = aod_table.episode_records(tmp_path / "out")
+    cells = {(r["env"], r["agent"]) for r in records}
+    assert cells == {("SuperNI", "static"), ("SuperNI", "static-ar"), ("SuperNI", "hill-climb"),
+                     ("SuperNI-AR", "hill-climb"), ("SuperNI-AR", "static-ar")} and len(records) == 10
+    cells = aod_table.table(records)
+    assert cells["SuperNI"]["static"]["generator_calls"][0] == 0 and cells["SuperNI"]["hill-climb"]["n"] == 2
+    # on the twin, "static-ar" stands for "static" (a policy trained against the AR generator)
+    ablation = aod_table.generator_ablation(records)
+    assert [(r["agent"], r["ar_agent"], r["n"], r["difference"]) for r in ablation] == [
+        ("hill-climb", "hill-climb", 2, 0.0), ("static", "static-ar", 2, 0.0)]
+    assert "**AR-generator ablation**" in aod_table.markdown(cells, aod_table.paired(records), ["static", "hill-climb"],
+                                                             ablation)
