@@ -85,45 +85,57 @@ def table(records: list[dict]) -> dict:
     return cells
 
 
+def rewards_by_episode(records: list[dict]) -> dict[tuple[str, str], dict[int, float]]:
+    """{(env, agent): {episode: reward}}."""
+    rewards: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    for r in records:
+        rewards[r["env"], r["agent"]][r["episode"]] = r["reward"]
+    return rewards
+
+
+def paired_difference(first: dict[int, float], second: dict[int, float]) -> dict | None:
+    """Mean of first - second over the episodes (seeds) both played, its 95% t interval and
+    verdict; None when they share no episode."""
+    episodes = sorted(first.keys() & second.keys())
+    if not episodes:
+        return None
+    mean, half = mean_interval([first[e] - second[e] for e in episodes])
+    verdict = "n < 2" if math.isnan(half) else \
+        "wins" if mean - half > 0 else "loses" if mean + half < 0 else "no clear difference"
+    return {"n": len(episodes), "difference": mean, "ci95": [mean - half, mean + half], "verdict": verdict,
+            "first_mean": float(np.mean([first[e] for e in episodes])),
+            "second_mean": float(np.mean([second[e] for e in episodes]))}
+
+
 def paired(records: list[dict]) -> list[dict]:
     """Each AoD agent minus each other agent: per-episode reward differences on the same seeds."""
-    reward = {(r["env"], r["agent"], r["episode"]): r["reward"] for r in records}
-    envs = sorted({r["env"] for r in records})
+    rewards = rewards_by_episode(records)
     agents = list(dict.fromkeys(r["agent"] for r in records))
     comparisons = []
-    for env in envs:
+    for env in sorted({r["env"] for r in records}):
         for aod in (a for a in agents if a in AOD_AGENTS):
             for other in (a for a in agents if a != aod):
-                episodes = sorted(e for (v, a, e) in reward if v == env and a == aod and (env, other, e) in reward)
-                if not episodes:
-                    continue
-                diffs = [reward[env, aod, e] - reward[env, other, e] for e in episodes]
-                mean, half = mean_interval(diffs)
-                verdict = ("wins" if mean - half > 0 else "loses" if mean + half < 0 else "no clear difference") \
-                    if not math.isnan(half) else "n < 2"
-                comparisons.append({"env": env, "aod": aod, "baseline": other, "n": len(diffs), "difference": mean,
-                                    "ci95": [mean - half, mean + half], "verdict": verdict})
+                both = paired_difference(rewards.get((env, aod), {}), rewards.get((env, other), {}))
+                if both:
+                    comparisons.append({"env": env, "aod": aod, "baseline": other, "n": both["n"],
+                                        "difference": both["difference"], "ci95": both["ci95"], "verdict": both["verdict"]})
     return comparisons
 
 
 def generator_ablation(records: list[dict]) -> list[dict]:
     """Each agent on a task's diffusion env minus the same agent (or its ``-ar`` version) on the
     task's AR-generator twin (the env labelled ``<task>-AR``), paired by episode seed."""
-    reward = {(r["env"], r["agent"], r["episode"]): r["reward"] for r in records}
+    rewards = rewards_by_episode(records)
     rows = []
     for twin in sorted({r["env"] for r in records if r["env"].endswith(AR_SUFFIX)}):
-        env = twin[: -len(AR_SUFFIX)]
+        env = twin.removesuffix(AR_SUFFIX)
         for twin_agent in dict.fromkeys(r["agent"] for r in records if r["env"] == twin):
             agent = twin_agent.removesuffix(AR_SUFFIX.lower())
-            episodes = sorted(e for (v, a, e) in reward if v == twin and a == twin_agent and (env, agent, e) in reward)
-            if not episodes:
-                continue
-            diffusion = [reward[env, agent, e] for e in episodes]
-            ar = [reward[twin, twin_agent, e] for e in episodes]
-            mean, half = mean_interval([d - a for d, a in zip(diffusion, ar)])
-            rows.append({"env": env, "agent": agent, "ar_agent": twin_agent, "n": len(episodes), "difference": mean,
-                         "ci95": [mean - half, mean + half], "diffusion": float(np.mean(diffusion)),
-                         "ar": float(np.mean(ar))})
+            both = paired_difference(rewards.get((env, agent), {}), rewards[twin, twin_agent])
+            if both:
+                rows.append({"env": env, "agent": agent, "ar_agent": twin_agent, "n": both["n"],
+                             "difference": both["difference"], "ci95": both["ci95"], "diffusion": both["first_mean"],
+                             "ar": both["second_mean"]})
     return rows
 
 
@@ -176,8 +188,8 @@ def plot_curves(records: list[dict], order: list[str], path: Path, env_order: li
     plt = _pyplot()
     envs = in_order({r["env"] for r in records}, env_order)
     columns = min(4, len(envs))
-    rows = -(-len(envs) // columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(4.5 * columns, 3.6 * rows), squeeze=False)
+    lines = -(-len(envs) // columns)
+    fig, axes = plt.subplots(lines, columns, figsize=(4.5 * columns, 3.6 * lines), squeeze=False)
     for ax in axes.flat[len(envs):]:
         ax.set_visible(False)
     for ax, env in zip(axes.flat, envs):

@@ -86,7 +86,7 @@ class AoDPolicy(AoDLoop):
         super().__init__(budget)
         variant = "ppo" if self.show_feedback else "scalar"
         path = path or variant + "-{task}"
-        installed_name = "/" not in path and not path.endswith(".zip")
+        installed_name = len(Path(path).parts) == 1 and not path.endswith(".zip")  # a folder name, not a path
         self.path_template = str(POLICY_CHECKPOINTS / path / "model.zip") if installed_name else path
         self.deterministic = deterministic
         self.policies: dict[str, object] = {}
