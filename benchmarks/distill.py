@@ -8,7 +8,7 @@
    curriculum, reason loss only, action loss only). Same data, steps, batch and seed for all.
 3. Every student and the teacher play held-out seeds ``0..N-1`` as `lm` agents in one
    `lmgym bench` spec per env (paired seeds), plus ``--eval-env`` envs (e.g. the real HotPotQA dev
-   questions, seeded).
+   questions, seeded), where the ablations do not play (they are compared on ``--env``).
 4. Per cell: success (EM for HotPotQA) with its Wilson interval; CoT match (below); reasoning
    tokens per step; steps per episode; completion tokens per second of decoding; and an exact
    McNemar test of SAD against token-level KD on the paired seeds.
@@ -23,6 +23,7 @@ KL(teacher || student) per REASON and per ACT token, and the share of ACT tokens
 the teacher's (it separates methods at budgets too small for whole turns to come out right).
 
     python benchmarks/distill.py --out runs/distill/hotpotqa --episodes 50
+    python benchmarks/distill.py --combine runs/distill/hotpotqa runs/distill/alfworld --out runs/distill/all
 
 Outputs in ``--out``: ``teacher_rollouts.jsonl``, ``students/<name>/`` (checkpoints and
 metrics), ``eval-<k>/`` (the benchmark run of env k), ``summary.json``, ``table.md``, ``success_vs_size.png``.
@@ -137,29 +138,56 @@ def decoding_stats(tokenizer, transcripts: list[dict]) -> dict:
             "tokens_per_s": sum(step["completion_tokens"] for step in steps) / seconds if seconds else None}
 
 
-def plot(cells: list[dict], env: str, path: Path) -> None:
-    """Success (left) and teacher-forced action token accuracy (right) against student parameters, per method."""
+def plot(cells: list[dict], envs: list[str], path: Path) -> None:
+    """Per env (a column): success (top) and teacher-forced action token accuracy (bottom)
+    against student parameters, one line per method, the teacher's success dashed."""
     plt = _pyplot()
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for method in METHODS:
-        here = sorted((c for c in cells if c["env"] == env and c["method"] == method and not c["ablation"]),
-                      key=lambda c: c["parameters"])
-        if here:
-            size = [c["parameters"] for c in here]
-            success = [c["success"] for c in here]
-            errors = [[c["success"] - c["success_ci95"][0] for c in here], [c["success_ci95"][1] - c["success"] for c in here]]
-            left.errorbar(size, success, yerr=errors, marker="o", capsize=3, label=method)
-            right.plot(size, [c["act_token_accuracy"] for c in here], marker="o", label=method)
-    teacher = next((c for c in cells if c["env"] == env and c["method"] == "teacher"), None)
-    if teacher:
-        left.axhline(teacher["success"], color="grey", linestyle="--", label=f"teacher ({teacher['parameters'] / 1e6:.2f}M)")
-    left.set(xscale="log", xlabel="student parameters", ylabel="success (EM), 95% CI", title=env, ylim=(-0.02, 1.02))
-    right.set(xscale="log", xlabel="student parameters", ylabel="action tokens = teacher's (teacher-forced)",
-              title="held-out teacher turns", ylim=(-0.02, 1.02))
-    left.legend(fontsize=8)
+    figure, axes = plt.subplots(2, len(envs), figsize=(4.2 * len(envs), 7), squeeze=False)
+    for column, env in enumerate(envs):
+        top, bottom = axes[0][column], axes[1][column]
+        for method in METHODS:
+            here = sorted((c for c in cells if c["env"] == env and c["method"] == method and not c["ablation"]),
+                          key=lambda c: c["parameters"])
+            if here:
+                size = [c["parameters"] for c in here]
+                success = [c["success"] for c in here]
+                errors = [[c["success"] - c["success_ci95"][0] for c in here], [c["success_ci95"][1] - c["success"] for c in here]]
+                top.errorbar(size, success, yerr=errors, marker="o", capsize=3, label=method)
+                bottom.plot(size, [c["act_token_accuracy"] for c in here], marker="o", label=method)
+        teacher = next((c for c in cells if c["env"] == env and c["method"] == "teacher"), None)
+        if teacher:
+            top.axhline(teacher["success"], color="grey", linestyle="--", label=f"teacher ({teacher['parameters'] / 1e6:.2f}M)")
+        top.set(xscale="log", ylabel="success, 95% CI", title=env, ylim=(-0.02, 1.02))
+        bottom.set(xscale="log", xlabel="student parameters", ylabel="action tokens = teacher's (teacher-forced)",
+                   ylim=(-0.02, 1.02))
+        top.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def interval(cell: dict) -> str:
+    return f"{cell['success']:.2f} [{cell['success_ci95'][0]:.2f}, {cell['success_ci95'][1]:.2f}]"
+
+
+def success_matrix(cells: list[dict]) -> str:
+    """The paper's shape: a row per method (ablations last), a column per env and size, success with its interval."""
+    columns = list(dict.fromkeys((c["env"], c["size"]) for c in cells if c["size"] != "teacher"))
+    names = list(dict.fromkeys(c["name"].split("-", 1)[1] if c["ablation"] else c["method"]
+                               for c in cells if c["size"] != "teacher"))
+    lines = ["| method | " + " | ".join(f"{env} {size}" for env, size in columns) + " |",
+             "| --- |" + " --- |" * len(columns)]
+    teachers = {c["env"]: c for c in cells if c["method"] == "teacher"}
+    lines.append("| teacher | " + " | ".join(
+        interval(teachers[env]) if env in teachers else "-" for env, _ in columns) + " |")
+    for name in names:
+        row = []
+        for env, size in columns:
+            cell = next((c for c in cells if c["env"] == env and c["size"] == size
+                         and (c["name"].split("-", 1)[1] if c["ablation"] else c["method"]) == name), None)
+            row.append(interval(cell) if cell else "-")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def table(cells: list[dict], tests: list[dict]) -> str:
@@ -167,7 +195,7 @@ def table(cells: list[dict], tests: list[dict]) -> str:
              "| --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in cells:
         lines.append(f"| {c['env']} | {c['size']} | {c['name'].split('-', 1)[1] if c['ablation'] else c['method']} | {c['parameters']:,} | {c['n']} | "
-                     f"{c['success']:.2f} [{c['success_ci95'][0]:.2f}, {c['success_ci95'][1]:.2f}] | "
+                     f"{interval(c)} | "
                      + (f"{c['cot_match']:.2f} [{c['cot_match_ci95'][0]:.2f}, {c['cot_match_ci95'][1]:.2f}] | {c['action_match']:.2f} | "
                         f"{c['heldout_kl_reason']:.2f} / {c['heldout_kl_act']:.2f} | {c['act_token_accuracy']:.2f}"
                         if c.get("cot_match") is not None else "- | - | - | -")
@@ -179,6 +207,23 @@ def table(cells: list[dict], tests: list[dict]) -> str:
         lines.append(f"| {t['env']} | {t['size']} | {t['sad_wins']} | {t['kd_wins']} | {t['sad_only']} | {t['kd_only']} | "
                      f"{t['p']:.3f} | {verdict} |")
     return "\n".join(lines) + "\n"
+
+
+def combine(runs: list[str], out: Path) -> None:
+    """One table and one plot from several runs of this script (one family each)."""
+    cells, tests = [], []
+    for run in runs:
+        path = Path(run) / "summary.json"
+        if not path.is_file():
+            sys.exit(f"error: {path} not found (run benchmarks/distill.py --out {run} first)")
+        summary = json.loads(path.read_text())
+        cells += summary["cells"]
+        tests += summary["tests"]
+    out.mkdir(parents=True, exist_ok=True)
+    plot(cells, list(dict.fromkeys(c["env"] for c in cells)), out / "success_vs_size.png")
+    markdown = success_matrix(cells) + "\n" + table(cells, tests)
+    atomic_write_text(out / "table.md", markdown)
+    print(markdown)
 
 
 def main() -> None:
@@ -196,12 +241,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--episodes", type=int, default=50, help="held-out seeds 0..N-1")
     parser.add_argument("--eval-env", action="append", default=[], help="more envs to evaluate on (ID or ID(key=value, ...)), seeded")
-    parser.add_argument("--max-steps", type=int, default=8, help="step limit per evaluation episode")
+    parser.add_argument("--max-steps", type=int, default=8, help="step limit per episode (teacher data and evaluation)")
     parser.add_argument("--batch", type=int, default=8, help="episodes each lm agent plays at once")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--install", action="store_true",
                         help=f"copy each method's best student on --env, in half precision, to {DISTILL_CHECKPOINTS}/<family>-<method>")
+    parser.add_argument("--combine", nargs="+", metavar="RUN", default=None,
+                        help="only write --out's table.md and success_vs_size.png from these finished runs' summary.json")
     args = parser.parse_args()
+    if args.combine:
+        return combine(args.combine, Path(args.out))
     args.size = args.size or ["small:40:2", "tiny:16:2"]
     torch.set_num_threads(1)
     out, started = Path(args.out), time.time()
@@ -211,7 +260,8 @@ def main() -> None:
     rollouts = out / "teacher_rollouts.jsonl"
     lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": 1}}
     counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **lm),
-                             range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.teacher_episodes), rollouts, slots=args.batch)
+                             range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.teacher_episodes), rollouts, slots=args.batch,
+                             max_steps=args.max_steps)
     timings["teacher_rollouts_s"] = time.time() - started
     print(f"teacher rollouts: {counts} ({timings['teacher_rollouts_s']:.0f} s)", flush=True)
 
@@ -228,9 +278,12 @@ def main() -> None:
     envs = [EnvSpec(args.env)] + [EnvSpec(*parse_call(text)) for text in args.eval_env]
     agents = [AgentSpec("teacher", "lm", {"model": args.teacher, **lm})]
     agents += [AgentSpec(name, "lm", {"model": str(out / "students" / name / "checkpoint"), **lm}) for name, _, _ in runs]
+    ablations = {name for name, _, _ in runs if name.split("-", 1)[1] in ABLATIONS}
+    evaluated = [agents] + [[a for a in agents if a.name not in ablations]] * (len(envs) - 1)  # ablations: --env only
     rows, transcripts = [], {}
     for index, env in enumerate(envs):  # a folder per env, so an env added later leaves the others' runs as they are
-        spec = BenchmarkSpec("distill", (env,), tuple(agents), episodes=args.episodes, base_seed=0, max_steps=args.max_steps)
+        spec = BenchmarkSpec("distill", (env,), tuple(evaluated[index]), episodes=args.episodes, base_seed=0,
+                             max_steps=args.max_steps)
         begun = time.time()
         run_benchmark(spec, out / f"eval-{index}", backend="processes" if args.workers > 1 else "inprocess",
                       workers=args.workers, quiet=True, plots=False)
@@ -244,10 +297,9 @@ def main() -> None:
     methods = {"teacher": "teacher", **{name: fields["method"] for name, _, fields in runs}}
     cells, tests = [], []
     teacher_model = load_checkpoint(args.teacher, dtype=torch.float32)[0]  # once: every student's fit is measured against it
-    ablations = {name for name, _, _ in runs if name.split("-", 1)[1] in ABLATIONS}
     for index, env in enumerate(envs):
         here = {a.name: sorted((r for r in rows if r["env"] == env.name and r["agent"] == a.name), key=lambda r: r["episode"])
-                for a in agents}
+                for a in evaluated[index]}
         teacher_episodes = [Episode.from_dict(transcripts[r["key"]]) for r in here["teacher"]]
         for name, group in here.items():
             model, tokenizer, meta = load_checkpoint(folders[name], dtype=torch.float32)
@@ -272,11 +324,11 @@ def main() -> None:
                 tests.append({"env": env.name, "size": size, "sad_wins": sum(bool(r["won"]) for r in sad),
                               "kd_wins": sum(bool(r["won"]) for r in kd), "sad_only": sad_only, "kd_only": kd_only,
                               "p": mcnemar_exact(sad_only, kd_only)})
-        plot(cells, env.name, out / f"success_vs_size{'' if index == 0 else f'-{index}'}.png")
+    plot(cells, [env.name for env in envs], out / "success_vs_size.png")
     timings["total_s"] = time.time() - started
     atomic_write_json(out / "summary.json", {"cells": cells, "tests": tests, "options": vars(args), "teacher_rollouts": counts,
                                              "seconds": {k: round(v, 1) for k, v in timings.items()}})
-    markdown = table(cells, tests)
+    markdown = success_matrix(cells) + "\n" + table(cells, tests)
     atomic_write_text(out / "table.md", markdown)
     print(markdown)
     print(json.dumps({k: round(v) for k, v in timings.items()}))

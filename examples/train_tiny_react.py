@@ -48,7 +48,9 @@ parser.add_argument("--out", default="runs/react")
 parser.add_argument("--episodes", type=int, default=2000, help="teacher episodes played on training seeds")
 parser.add_argument("--teacher", default="teacher", help="the demonstrator (KeyDoor has no grounded teacher: its expert sees no hidden state but the key's room)")
 parser.add_argument("--ar-steps", type=int, default=1500)
-parser.add_argument("--mdlm-steps", type=int, default=1500)
+parser.add_argument("--mdlm-steps", type=int, default=1500, help="0: no masked-diffusion model")
+parser.add_argument("--init", default=None, help="start the AR model from this checkpoint folder (its tokenizer and shape) instead of from scratch")
+parser.add_argument("--name", default=None, help="installed as <name>-ar, <name>-mdlm (default: the env family)")
 parser.add_argument("--hidden-size", type=int, default=128)
 parser.add_argument("--num-layers", type=int, default=4)
 parser.add_argument("--vocab-size", type=int, default=1024)
@@ -70,6 +72,7 @@ args = parser.parse_args()
 torch.set_num_threads(args.threads)
 out = Path(args.out)
 family = family_of(args.env).lower()
+kinds = ("ar", "mdlm") if args.mdlm_steps else ("ar",)
 started = time.time()
 
 envs = [EnvSpec(args.env)]
@@ -93,21 +96,21 @@ common = dict(data=(str(rollouts),), vocab_size=args.vocab_size, hidden_size=arg
               num_layers=args.num_layers, num_heads=4, max_prompt_tokens=args.max_prompt_tokens,
               max_answer_tokens=args.max_answer_tokens, batch_size=args.batch_size, lr=args.lr, seed=0,
               threads=args.threads, log_every=50, save_every=250)
-metrics = train(LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps,
+metrics = train(LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps, init=args.init,
                               warmup=min(100, args.ar_steps // 10 + 1), **common))
 print(f"ar: {metrics} ({time.time() - started:.0f} s)")
 
 # --- 3. the masked-diffusion agent, adapted from the AR one ---
-metrics = train(LMTrainConfig(objective="mdlm", out=str(out / "mdlm"), steps=args.mdlm_steps,
-                              init=str(out / "ar" / "checkpoint"), mask_schedule="blocks", block_length=32,
-                              warmup=min(100, args.mdlm_steps // 10 + 1), **common))
-print(f"mdlm: {metrics} ({time.time() - started:.0f} s)")
+if args.mdlm_steps:
+    metrics = train(LMTrainConfig(objective="mdlm", out=str(out / "mdlm"), steps=args.mdlm_steps,
+                                  init=str(out / "ar" / "checkpoint"), mask_schedule="blocks", block_length=32,
+                                  warmup=min(100, args.mdlm_steps // 10 + 1), **common))
+    print(f"mdlm: {metrics} ({time.time() - started:.0f} s)")
 
 # --- 4. evaluation on held-out seeds, beside random and the teacher ---
 lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": args.threads}}
 agents = (AgentSpec("random"), AgentSpec(args.teacher),
-          AgentSpec("tiny-ar", "lm", {"model": str(out / "ar" / "checkpoint"), **lm}),
-          AgentSpec("tiny-mdlm", "lm", {"model": str(out / "mdlm" / "checkpoint"), **lm}))
+          *(AgentSpec(f"tiny-{kind}", "lm", {"model": str(out / kind / "checkpoint"), **lm}) for kind in kinds))
 spec = BenchmarkSpec(f"react-{family}", tuple(envs), agents, episodes=args.eval_episodes, base_seed=0,
                      max_steps=args.max_eval_steps)
 summary = run_benchmark(spec, out / "eval", quiet=True)
@@ -115,8 +118,8 @@ print((out / "eval" / "summary.md").read_text())
 print(f"total {time.time() - started:.0f} s")
 
 if args.install:
-    for kind in ("ar", "mdlm"):
-        target = install_checkpoint(out / kind / "checkpoint", REACT_CHECKPOINTS / f"{family}-{kind}", meta={
+    for kind in kinds:
+        target = install_checkpoint(out / kind / "checkpoint", REACT_CHECKPOINTS / f"{args.name or family}-{kind}", meta={
             "recipe": shlex.join(["python", "examples/train_tiny_react.py", *sys.argv[1:]]),
             "eval": {f"{c['env']}/{c['agent']}": c["success_rate"] for c in summary["cells"]}})
         print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.1f} MB)")

@@ -7,9 +7,10 @@ what the teacher wrote as an `lm` agent on training seeds); each turn becomes on
 prompt the agent sent (rendered exactly as `lmgym.agents.lm.LMAgent` renders it,
 `lmgym.training.transcripts`, ``layout="mdlm"``) and the completion with a role per token
 (``REASON``: the ``Thought:`` line; ``ACT``: the ``Action:`` line and the end-of-turn token).
-Observations and the prompt are context only: no method trains on them. The teacher's token
-distributions are computed by the frozen teacher on the same batch at each step (the exact
-values a stored copy would hold, without storing V floats per token).
+Observations and the prompt are context only: no method trains on them. The frozen teacher's
+token distributions at the completion positions are computed once, before the loop, and held in
+memory (`teacher_log_probs`: V floats per completion token, nothing on disk); rkl's teacher
+scores the student's fresh samples on each batch.
 
 Methods (``--method``):
 
@@ -238,19 +239,44 @@ def collate(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int
             "answer": batch["answer_mask"][:, 1:], "reason": predicted == REASON, "act": predicted == ACT}
 
 
+def completion_window(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The batch's masks cut to the last K predicted positions, K the longest completion, and
+    ``targets`` (B, K), the tokens predicted there. Left padding ends every row with its
+    completion, so those K positions hold every trained token: a model asked for only the last
+    K + 1 positions' logits (``logits_to_keep``) gives exactly the rows the losses read."""
+    width = int(batch["answer"].sum(dim=1).max())
+    return {**batch, **{k: batch[k][:, -width:] for k in ("answer", "reason", "act")},
+            "targets": batch["input_ids"][:, -width:]}
+
+
 @torch.no_grad()
-def teacher_entropies(teacher, turns: list[Turn], pad_id: int, batch_size: int = 32) -> list[float]:
-    """The teacher's mean next-token entropy over each turn's completion tokens."""
+def teacher_log_probs(teacher, turns: list[Turn], pad_id: int, batch_size: int = 32) -> list[torch.Tensor]:
+    """The frozen teacher's next-token log-distribution at each turn's completion positions,
+    one (len(answer), V) tensor per turn. The data are fixed, so kd and sad compute it once
+    instead of a teacher forward pass per step (rkl cannot: it scores the student's samples)."""
     values = []
     for begin in range(0, len(turns), batch_size):
         batch = collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id)
-        batch = {k: v.to(teacher.device) for k, v in batch.items()}
-        logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        entropy = -(logp.exp() * logp).sum(dim=-1)  # (B, T-1)
-        mask = batch["answer"].float()
-        values += ((entropy * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)).tolist()
+        batch = completion_window({k: v.to(teacher.device) for k, v in batch.items()})
+        logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"],
+                         logits_to_keep=batch["answer"].shape[1] + 1).logits[:, :-1].float()
+        log_probs = torch.log_softmax(logits, dim=-1)
+        values += [row[mask].cpu() for row, mask in zip(log_probs, batch["answer"])]
     return values
+
+
+def mean_entropy(log_probs: torch.Tensor) -> float:
+    """Mean next-token entropy (nats) of a (T, V) log-distribution: the teacher's uncertainty on a turn."""
+    return float(-(log_probs.exp() * log_probs).sum(dim=-1).mean())
+
+
+def at_completion(cached: list[torch.Tensor], answer_mask: torch.Tensor) -> torch.Tensor:
+    """(B, T-1, V) teacher log-probs for a batch: each turn's cached rows at its completion
+    positions (`answer_mask`, row-major order: the order they were cached in), zero elsewhere
+    (no loss reads those positions)."""
+    full = torch.zeros(*answer_mask.shape, cached[0].shape[-1], device=answer_mask.device)
+    full[answer_mask] = torch.cat(cached).to(answer_mask.device)
+    return full
 
 
 @torch.no_grad()
@@ -331,11 +357,12 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     if start_step:
         load_optimizer_state(checkpoint, optimizer)
 
-    # --- curriculum: examples sorted easy to hard (a pure function of the data and the teacher) ---
+    # --- the teacher's distributions on the fixed data, and the curriculum (easy to hard) ---
     use_curriculum = cfg.method == "sad" and cfg.curriculum
+    cached = teacher_log_probs(teacher, turns, pad_id) if cfg.method in ("kd", "sad") and start_step < cfg.steps else []
     order = list(range(len(turns)))
     if use_curriculum and start_step < cfg.steps:
-        scores = difficulty_scores([t.trajectory_steps for t in turns], teacher_entropies(teacher, turns, pad_id))
+        scores = difficulty_scores([t.trajectory_steps for t in turns], [mean_entropy(c) for c in cached])
         order.sort(key=lambda i: (scores[i], i))
 
     spans = cfg.spans if cfg.method == "sad" else "both"
@@ -359,22 +386,28 @@ def train(cfg: DistillConfig) -> dict[str, float]:
         generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)  # batch and samples of step k
         level = competence(step, cfg.steps, cfg.curriculum_start, cfg.curriculum_steps) if use_curriculum else 1.0
         pool = max(cfg.batch_size, math.ceil(level * len(order)))
-        chosen = [turns[order[i]] for i in torch.randint(min(pool, len(order)), (cfg.batch_size,), generator=generator).tolist()]
+        picked = [order[i] for i in torch.randint(min(pool, len(order)), (cfg.batch_size,), generator=generator).tolist()]
+        chosen = [turns[i] for i in picked]
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(cfg, step)
         if cfg.method == "rkl":
             sequences = student_samples(student, chosen, pad_id, eos_id, max_answer, generator)
         else:
             sequences = [(t.context, t.answer, t.roles) for t in chosen]
-        batch = {k: v.to(student.device) for k, v in collate(sequences, pad_id).items()}
-        logits = student(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]  # (B, T-1, V)
-        if cfg.method != "seqkd":
+        batch = completion_window({k: v.to(student.device) for k, v in collate(sequences, pad_id).items()})
+        # logits only where a completion token is predicted: over the whole prompt the vocabulary
+        # projection and the losses' softmaxes would dominate a tiny model's step
+        keep = batch["answer"].shape[1] + 1
+        logits = student(batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits[:, :-1]  # (B, K, V)
+        if cfg.method == "rkl":
             with torch.no_grad():
-                teacher_logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+                teacher_logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits[:, :-1]
+        elif cfg.method != "seqkd":
+            teacher_logits = at_completion([cached[i] for i in picked], batch["answer"])
         extra: dict[str, float] = {}
         optimizer.zero_grad(set_to_none=True)
         if cfg.method == "seqkd":
-            loss = sequence_kd_loss(logits, batch["input_ids"][:, 1:], batch["answer"])
+            loss = sequence_kd_loss(logits, batch["targets"], batch["answer"])
             loss.backward()
         elif cfg.method == "kd":
             loss = forward_kl(logits, teacher_logits, batch["answer"])

@@ -3,9 +3,11 @@ the curriculum, and the trainer (learns, deterministic, resumes exactly, one-lin
 
 import json
 import math
+import os
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,6 +20,7 @@ from lmgym.training import distill
 from lmgym.training.transcripts import ACT, REASON
 
 TEACHER = REACT_CHECKPOINTS / "hotpotqa-preact-ar"
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -119,6 +122,37 @@ def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_ho
     assert torch.equal(batch["answer"], batch["reason"] | batch["act"]) and not (batch["reason"] & batch["act"]).any()
 
 
+
+def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotqa_file):
+    """kd and sad read the teacher from a cache built once; on any batch it must give the loss
+    a fresh teacher forward pass gives (a reordered batch too: the cache is per turn)."""
+    from lmgym.agents.prompts import PromptProfile
+    from lmgym.rollouts import read_episodes
+
+    teacher, tokenizer, _ = load_checkpoint(TEACHER, dtype=torch.float32)
+    turns, _ = distill.encode_turns(tokenizer, list(read_episodes(teacher_hotpotqa_file)), PromptProfile(max_prompt_tokens=320), 104)
+    turns = turns[:6]
+    cached = distill.teacher_log_probs(teacher, turns, tokenizer.pad_token_id, batch_size=4)
+    assert [len(c) for c in cached] == [len(t.answer) for t in turns]
+    picked = [5, 0, 3]  # other batch composition, other padding than when cached
+    batch = distill.collate([(turns[i].context, turns[i].answer, turns[i].roles) for i in picked], tokenizer.pad_token_id)
+    with torch.no_grad():
+        fresh = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+    student = torch.randn(fresh.shape, generator=torch.Generator().manual_seed(0))
+    from_cache = distill.at_completion([cached[i] for i in picked], batch["answer"])
+    for span in ("answer", "reason", "act"):
+        assert torch.allclose(distill.forward_kl(student, from_cache, batch[span]),
+                              distill.forward_kl(student, fresh, batch[span]), atol=1e-4)
+    assert distill.mean_entropy(cached[0]) > 0
+    window = distill.completion_window(batch)  # the trainer's logits: only the last K + 1 positions
+    with torch.no_grad():
+        kept = teacher(batch["input_ids"], attention_mask=batch["attention_mask"],
+                       logits_to_keep=window["answer"].shape[1] + 1).logits[:, :-1]
+    assert torch.equal(window["targets"][window["answer"]], batch["input_ids"][:, 1:][batch["answer"]])
+    for span in ("answer", "reason", "act"):
+        assert torch.allclose(distill.forward_kl(kept, distill.at_completion([cached[i] for i in picked], window["answer"]), window[span]),
+                              distill.forward_kl(fresh, from_cache, batch[span]), atol=1e-4)
+
 def config(data, out, **overrides):
     base = dict(teacher=str(TEACHER), data=(str(data),), out=str(out), hidden_size=16, num_layers=1, num_heads=2,
                 steps=4, batch_size=4, warmup=1, log_every=1, quiet=True)
@@ -197,3 +231,30 @@ def test_help_lists_the_config_fields():
     assert result.returncode == 0
     for text in ("--method", "--projection", "--no-curriculum", "--spans", "PCGrad"):
         assert text in result.stdout, text
+
+
+def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
+    """benchmarks/distill.py at a tiny budget: teacher data, a student per method plus the four
+    ablations, paired evaluation (ablations on --env only), the table and plot; then --combine."""
+    script = [sys.executable, str(REPO / "benchmarks" / "distill.py")]
+    run = tmp_path / "run"
+    result = subprocess.run([*script, "--out", str(run), "--teacher-episodes", "2", "--steps", "2", "--size", "a:16:1",
+                             "--methods", "kd", "sad", "--episodes", "2", "--max-steps", "2", "--batch", "2",
+                             "--env", "lmgym/HotPotQA-Gen-Easy-v0", "--eval-env", "lmgym/HotPotQA-Gen-v0"],
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((run / "summary.json").read_text())
+    names = {(c["env"], c["name"]) for c in summary["cells"]}
+    students = {"a-kd", "a-sad", "a-sad-no-projection", "a-sad-no-curriculum", "a-sad-reason-only", "a-sad-act-only"}
+    assert {name for env, name in names if env == "lmgym/HotPotQA-Gen-Easy-v0"} == students | {"teacher"}
+    assert {name for env, name in names if env == "lmgym/HotPotQA-Gen-v0"} == {"a-kd", "a-sad", "teacher"}
+    assert all(c["n"] == 2 and 0 <= c["success"] <= 1 for c in summary["cells"])
+    assert [(t["env"], t["size"]) for t in summary["tests"]] == [("lmgym/HotPotQA-Gen-Easy-v0", "a"), ("lmgym/HotPotQA-Gen-v0", "a")]
+    combined = subprocess.run([*script, "--combine", str(run), str(run), "--out", str(tmp_path / "all")],
+                              capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert combined.returncode == 0, combined.stderr[-3000:]
+    table = (tmp_path / "all" / "table.md").read_text()
+    assert table.startswith("| method | lmgym/HotPotQA-Gen-Easy-v0 a | lmgym/HotPotQA-Gen-v0 a |") and "| sad-act-only |" in table
+    assert (tmp_path / "all" / "success_vs_size.png").stat().st_size > 0
+    missing = subprocess.run([*script, "--combine", str(tmp_path / "nothing")], capture_output=True, text=True)
+    assert missing.returncode != 0 and missing.stderr.strip().count("\n") == 0 and "not found" in missing.stderr

@@ -15,7 +15,11 @@ the instruction (``info["task"]``), the pages (``observation_mode="text"``: stri
    without option names: it clicks a value whose words the instruction holds), then
    ``Buy Now``; it buys by `BUY_BY` actions at the latest, inside the 15-step budget.
 
-Every step returns (action, one reasoning line citing what the page showed).
+Every step returns (action, one reasoning line citing what the page showed). A product link
+is clicked by its asin exactly as the page and the reasoning show it (``click[B7S0GWCJR8]``;
+clicks are case-insensitive): a model imitating the teacher copies the id, where the lower-cased
+form the original's agents write would ask it to transform ten random characters, which tiny
+models trained here failed at (docs/distill.md).
 """
 
 from __future__ import annotations
@@ -139,7 +143,7 @@ class WebShopTeacher:
         admissible = info.get("admissible_actions") or []
         clickable = {a[6:-1] for a in admissible if a.startswith("click[")}
         if self.last_action and self.last_action.startswith("click[") and info.get("action_valid", True):
-            self._remember_click(self.last_action[6:-1])
+            self._remember_click(self.last_action[6:-1].lower())
         action, reasoning = self._decide(observation, want, admissible, clickable)
         self.memory.actions += 1
         self.last_action = action
@@ -192,13 +196,13 @@ class WebShopTeacher:
             if NEXT_PAGE.lower() in clickable and len(self.memory.opened) < MAX_PRODUCTS:
                 return f"click[{NEXT_PAGE.lower()}]", "No product left on this page fits the price limit; I look at the next page."
             pick = (fresh or listings)[0]
-            return f"click[{pick.asin.lower()}]", f"No product here fits the price limit; {pick.asin} is the top result."
+            return f"click[{pick.asin}]", f"No product here fits the price limit; {pick.asin} is the top result."
         best = affordable[0]
         rank = listings.index(best) + 1
         price = f"${best.price:g}" if best.price is not None else "no listed price"
         budget = f", under ${want.price_limit:.2f}" if want.price_limit is not None and best.price is not None else ""
         which = "the top result" if rank == 1 else f"result {rank}, the best-ranked one I have not ruled out,"
-        return (f"click[{best.asin.lower()}]",
+        return (f"click[{best.asin}]",
                 f"{best.asin} \"{short(best.title)}\" is {which} and costs {price}{budget}; I open it.")
 
     # -- the item page -----------------------------------------------------------------
