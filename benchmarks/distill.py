@@ -35,6 +35,7 @@ import argparse
 import json
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -224,6 +225,54 @@ def combine(runs: list[str], out: Path) -> None:
     markdown = success_matrix(cells) + "\n" + table(cells, tests)
     atomic_write_text(out / "table.md", markdown)
     print(markdown)
+
+
+def step_seconds(quick: bool = True, repeats: int | None = None) -> dict:
+    """One kd training step (forward, forward KL from the cached teacher, backward) on the same
+    16 HotPotQA-Gen turns with logits over the whole sequence and over the completion window only
+    (what the trainer does), alternated so both see the same machine load; seconds per step
+    and their ratio. The turns come from the grounded teacher's episodes on 8 training seeds,
+    the distributions from the installed HotPotQA teacher."""
+    from lmgym.training.distill import DistillConfig, at_completion, completion_window, student_size, teacher_log_probs
+    from lmgym.policies.models import build_model, llama_config
+    from lmgym.rollouts import Episode
+
+    repeats = repeats or (3 if quick else 10)
+    teacher, tokenizer, meta = load_checkpoint(REACT_CHECKPOINTS / "hotpotqa-preact-ar", dtype=torch.float32)
+    profile = PromptProfile.from_meta(meta["react_prompt"])
+    path = Path(tempfile.mkdtemp()) / "teacher.jsonl"
+    record_rollouts("lmgym/HotPotQA-Gen-v0", make_agent("teacher"), range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + 8), path,
+                    won_only=True)
+    episodes = [Episode.from_dict(row) for row in read_jsonl(path)]
+    turns = encode_turns(tokenizer, episodes, profile, meta["max_answer_tokens"])[0][:16]
+    cached = teacher_log_probs(teacher, turns, tokenizer.pad_token_id)
+    student = build_model(llama_config(len(tokenizer), student_size(DistillConfig(hidden_size=40), 440), bidirectional=False,
+                                       tokenizer=tokenizer), 0)
+    full = collate([(t.context, t.answer, t.roles) for t in turns], tokenizer.pad_token_id)
+    window = completion_window(full)
+
+    def step(batch: dict, keep: int | None) -> float:
+        begun = time.perf_counter()
+        logits = student(batch["input_ids"], attention_mask=batch["attention_mask"],
+                         **({"logits_to_keep": keep} if keep else {})).logits[:, :-1]
+        forward_kl(logits, at_completion(cached, batch["answer"]), batch["answer"]).backward()
+        return time.perf_counter() - begun
+
+    seconds = {"full": [], "window": []}
+    for _ in range(repeats):
+        seconds["full"].append(step(full, None))
+        seconds["window"].append(step(window, window["answer"].shape[1] + 1))
+    best = {k: min(v) for k, v in seconds.items()}
+    return {"kd_step_s_full_logits": round(best["full"], 4), "kd_step_s_completion_window": round(best["window"], 4),
+            "speedup": round(best["full"] / best["window"], 2), "turns": len(turns),
+            "tokens": list(full["input_ids"].shape), "completion_window": window["answer"].shape[1],
+            "note": "best of the alternated repeats, one thread; compare the ratio, not the seconds"}
+
+
+def run(quick: bool = True) -> dict:
+    """The perf suite's entry (`lmgym bench perf`): the trainer's completion-window speed-up."""
+    torch.set_num_threads(1)
+    return step_seconds(quick)
 
 
 def main() -> None:

@@ -258,3 +258,17 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
     assert (tmp_path / "all" / "success_vs_size.png").stat().st_size > 0
     missing = subprocess.run([*script, "--combine", str(tmp_path / "nothing")], capture_output=True, text=True)
     assert missing.returncode != 0 and missing.stderr.strip().count("\n") == 0 and "not found" in missing.stderr
+
+
+def test_the_perf_entry_times_full_logits_against_the_completion_window():
+    """`lmgym bench perf` runs benchmarks/distill.py's run(); its figures are seconds and a ratio
+    (not asserted: timing belongs to the benchmark), its shapes are checked here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("distill_benchmark", REPO / "benchmarks" / "distill.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.step_seconds(quick=True, repeats=1)
+    assert result["turns"] == 16 and 0 < result["completion_window"] < result["tokens"][1]
+    assert result["kd_step_s_full_logits"] > 0 and result["kd_step_s_completion_window"] > 0
+    assert result["speedup"] == pytest.approx(result["kd_step_s_full_logits"] / result["kd_step_s_completion_window"], rel=0.05)
