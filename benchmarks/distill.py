@@ -54,7 +54,8 @@ from lmgym.envs.registry import family_of
 from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
-from lmgym.training.distill import METHODS, DistillConfig, collate, encode_turns, forward_kl, train
+from lmgym.training.distill import (METHODS, DistillConfig, at_completion, collate, completion_window, encode_turns,
+                                    forward_kl, teacher_log_probs, train)
 from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -107,24 +108,29 @@ def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], bat
             "action_match": act_hits / n if n else None}
 
 
+def teacher_turns(teacher, tokenizer, meta: dict, teacher_episodes: list[Episode]) -> tuple[list, list[torch.Tensor]]:
+    """The teacher's held-out turns of an env and its distributions on them: computed once per
+    env, shared by every student's `teacher_forced_fit`."""
+    turns, _ = encode_turns(tokenizer, teacher_episodes, PromptProfile.from_meta(meta["react_prompt"]), meta["max_answer_tokens"])
+    return turns, teacher_log_probs(teacher, turns, tokenizer.pad_token_id)
+
+
 @torch.no_grad()
-def teacher_forced_fit(model, tokenizer, meta: dict, teacher, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
-    """How closely the model follows the teacher on the teacher's held-out turns, teacher-forced:
-    forward KL(teacher || model) per REASON and per ACT token, and the share of ACT tokens whose
-    argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
-    prompt = meta["react_prompt"]
-    profile = PromptProfile.from_meta(prompt)
-    turns, _ = encode_turns(tokenizer, teacher_episodes, profile, meta["max_answer_tokens"])
+def teacher_forced_fit(model, pad_id: int, turns: list, cached: list[torch.Tensor], batch_size: int = 16) -> dict:
+    """How closely the model follows the teacher on the teacher's held-out turns (`teacher_turns`),
+    teacher-forced: forward KL(teacher || model) per REASON and per ACT token, and the share of ACT
+    tokens whose argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
     totals = {"reason_kl": 0.0, "act_kl": 0.0, "act_hits": 0, "reason": 0, "act": 0}
     for begin in range(0, len(turns), batch_size):
-        batch = collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], tokenizer.pad_token_id)
-        logits = model(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
-        reference = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
+        batch = completion_window(collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id))
+        logits = model(batch["input_ids"], attention_mask=batch["attention_mask"],
+                       logits_to_keep=batch["answer"].shape[1] + 1).logits[:, :-1]
+        reference = at_completion(cached[begin:begin + batch_size], batch["answer"])
         for span in ("reason", "act"):
             count = int(batch[span].sum())
             totals[f"{span}_kl"] += forward_kl(logits, reference, batch[span]).item() * count
             totals[span] += count
-        totals["act_hits"] += int(((logits.argmax(-1) == batch["input_ids"][:, 1:]) & batch["act"]).sum())
+        totals["act_hits"] += int(((logits.argmax(-1) == batch["targets"]) & batch["act"]).sum())
     return {"heldout_kl_reason": totals["reason_kl"] / max(totals["reason"], 1),
             "heldout_kl_act": totals["act_kl"] / max(totals["act"], 1),
             "act_token_accuracy": totals["act_hits"] / max(totals["act"], 1)}
@@ -233,7 +239,7 @@ def step_seconds(quick: bool = True, repeats: int | None = None) -> dict:
     (what the trainer does), alternated so both see the same machine load; seconds per step
     and their ratio. The turns come from the grounded teacher's episodes on 8 training seeds,
     the distributions from the installed HotPotQA teacher."""
-    from lmgym.training.distill import DistillConfig, at_completion, completion_window, student_size, teacher_log_probs
+    from lmgym.training.distill import student_size
     from lmgym.policies.models import build_model, llama_config
     from lmgym.rollouts import Episode
 
@@ -345,11 +351,12 @@ def main() -> None:
     sizes = {"teacher": "teacher", **{name: size for name, size, _ in runs}}
     methods = {"teacher": "teacher", **{name: fields["method"] for name, _, fields in runs}}
     cells, tests = [], []
-    teacher_model = load_checkpoint(args.teacher, dtype=torch.float32)[0]  # once: every student's fit is measured against it
+    teacher = load_checkpoint(args.teacher, dtype=torch.float32)  # once: every student's fit is measured against it
     for index, env in enumerate(envs):
         here = {a.name: sorted((r for r in rows if r["env"] == env.name and r["agent"] == a.name), key=lambda r: r["episode"])
                 for a in evaluated[index]}
         teacher_episodes = [Episode.from_dict(transcripts[r["key"]]) for r in here["teacher"]]
+        heldout = teacher_turns(*teacher, teacher_episodes)  # the students share the teacher's tokenizer
         for name, group in here.items():
             model, tokenizer, meta = load_checkpoint(folders[name], dtype=torch.float32)
             wins = sum(bool(r["won"]) for r in group)
@@ -362,7 +369,7 @@ def main() -> None:
                     **decoding_stats(tokenizer, [transcripts[r["key"]] for r in group])}
             if name != "teacher":
                 cell.update(cot_match(model, tokenizer, meta, teacher_episodes))
-                cell.update(teacher_forced_fit(model, tokenizer, meta, teacher_model, teacher_episodes))
+                cell.update(teacher_forced_fit(model, tokenizer.pad_token_id, *heldout))
             cells.append(cell)
         for size in args.size:
             size = size.split(":")[0]
