@@ -37,6 +37,8 @@ import shlex
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 
 import torch
@@ -77,6 +79,13 @@ def students(args) -> list[tuple[str, str, dict]]:
             runs += [(f"{name}-{ablation}", name, {"method": "sad", **shape, **fields})
                      for ablation, fields in ABLATIONS.items()]
     return runs
+
+
+def train_student(cfg: DistillConfig) -> float:
+    """Train (or finish) one student; its wall seconds (a finished one returns at once)."""
+    begun = time.time()
+    train(cfg)
+    return time.time() - begun
 
 
 def normalized(text: str) -> str:
@@ -298,7 +307,8 @@ def main() -> None:
     parser.add_argument("--eval-env", action="append", default=[], help="more envs to evaluate on (ID or ID(key=value, ...)), seeded")
     parser.add_argument("--max-steps", type=int, default=8, help="step limit per episode (teacher data and evaluation)")
     parser.add_argument("--batch", type=int, default=8, help="episodes each lm agent plays at once")
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="processes playing the evaluation episodes")
+    parser.add_argument("--jobs", type=int, default=1, help="students trained at once, one process and one thread each")
     parser.add_argument("--install", action="store_true",
                         help=f"copy each method's best student on --env, in half precision, to {DISTILL_CHECKPOINTS}/<family>-<method>")
     parser.add_argument("--combine", nargs="+", metavar="RUN", default=None,
@@ -322,12 +332,17 @@ def main() -> None:
 
     # --- 2. students ---
     runs = students(args)
-    for name, _, fields in runs:
-        begun = time.time()
-        train(DistillConfig(teacher=args.teacher, data=(str(rollouts),), out=str(out / "students" / name), steps=args.steps,
-                            batch_size=args.batch_size, lr=args.lr, seed=args.seed, quiet=True, **fields))
-        timings[f"train_{name}_s"] = time.time() - begun
-        print(f"{name}: trained ({timings[f'train_{name}_s']:.0f} s)", flush=True)
+    configs = [DistillConfig(teacher=args.teacher, data=(str(rollouts),), out=str(out / "students" / name), steps=args.steps,
+                             batch_size=args.batch_size, lr=args.lr, seed=args.seed, quiet=True, **fields)
+               for name, _, fields in runs]
+    if args.jobs > 1:  # spawned, not forked: a child forked after torch ran its thread pool can hang
+        with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
+            seconds = list(pool.map(train_student, configs))
+    else:
+        seconds = [train_student(cfg) for cfg in configs]
+    for (name, _, _), spent in zip(runs, seconds):
+        timings[f"train_{name}_s"] = spent
+        print(f"{name}: trained ({spent:.0f} s)", flush=True)
 
     # --- 3. evaluation on held-out seeds, paired ---
     envs = [EnvSpec(args.env)] + [EnvSpec(*parse_call(text)) for text in args.eval_env]

@@ -55,6 +55,8 @@ parser.add_argument("--call-tokens", type=int, default=24)
 parser.add_argument("--max-prompt-tokens", type=int, default=320)
 parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--ar-steps", type=int, default=2000)
+parser.add_argument("--ar-lr", type=float, default=3e-3)
+parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast in the ar stage (lmgym.training.lm)")
 parser.add_argument("--sft-steps", type=int, default=1500)
 parser.add_argument("--sft-lr", type=float, default=3e-3, help="chosen over 1e-3 on validation seeds 500,000+ (docs/preact.md)")
 parser.add_argument("--vrpo-questions", type=int, default=200, help="training questions the SFT model samples for pairs")
@@ -86,8 +88,8 @@ if "tokenizer" in args.stages and not (tokenizer_dir / "tokenizer.json").exists(
 if "ar" in args.stages:
     train_lm(LMTrainConfig(data=(str(teacher_file),), objective="ar", out=str(out / "ar"), tokenizer=str(tokenizer_dir),
                            max_prompt_tokens=args.max_prompt_tokens, max_answer_tokens=args.reason_tokens + args.call_tokens,
-                           steps=args.ar_steps, batch_size=args.batch_size, lr=3e-3, warmup=100, seed=0,
-                           save_every=250, log_every=25, threads=args.threads, **size))
+                           steps=args.ar_steps, batch_size=args.batch_size, lr=args.ar_lr, warmup=100, seed=0,
+                           save_every=250, log_every=25, threads=args.threads, bf16=args.bf16, **size))
 
 if "sft" in args.stages:
     agentic_sft.train(agentic_sft.AgenticSFTConfig(

@@ -132,6 +132,8 @@ class LMTrainConfig:
     """steps between metric lines"""
     threads: int = 1
     """torch CPU threads (1: on a small shared CPU, 2 threads ran a step 2.4x slower than 1)"""
+    bf16: bool = False
+    """bfloat16 autocast of the forward pass (weights, gradients and optimizer stay float32): an 11M Llama's step 1.7x faster on an avx512_bf16 CPU"""
     device: str | None = None
     """cpu or cuda (default: cuda when present)"""
     quiet: bool = False
@@ -362,11 +364,12 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
         batch = collate([examples[i] for i in rows], tokenizer.pad_token_id, train_roles)
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(cfg, step)
-        if cfg.objective == "mdlm":
-            loss = mdlm_loss(model, batch, mask_id, generator, eos_id=tokenizer.eos_token_id,
-                             block_length=cfg.block_length if cfg.mask_schedule == "blocks" else None)
-        else:
-            loss = ar_loss(model, {k: v.to(device) for k, v in batch.items()})
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+            if cfg.objective == "mdlm":
+                loss = mdlm_loss(model, batch, mask_id, generator, eos_id=tokenizer.eos_token_id,
+                                 block_length=cfg.block_length if cfg.mask_schedule == "blocks" else None)
+            else:
+                loss = ar_loss(model, {k: v.to(device) for k, v in batch.items()})
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)

@@ -240,7 +240,7 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
     run = tmp_path / "run"
     result = subprocess.run([*script, "--out", str(run), "--teacher-episodes", "2", "--steps", "2", "--size", "a:16:1",
                              "--methods", "kd", "sad", "--episodes", "2", "--max-steps", "2", "--batch", "2",
-                             "--env", "lmgym/HotPotQA-Gen-Easy-v0", "--eval-env", "lmgym/HotPotQA-Gen-v0"],
+                             "--env", "lmgym/HotPotQA-Gen-Easy-v0", "--eval-env", "lmgym/HotPotQA-Gen-v0", "--jobs", "2"],
                             capture_output=True, text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
@@ -250,6 +250,12 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
     assert {name for env, name in names if env == "lmgym/HotPotQA-Gen-v0"} == {"a-kd", "a-sad", "teacher"}
     assert all(c["n"] == 2 and 0 <= c["success"] <= 1 for c in summary["cells"])
     assert [(t["env"], t["size"]) for t in summary["tests"]] == [("lmgym/HotPotQA-Gen-Easy-v0", "a"), ("lmgym/HotPotQA-Gen-v0", "a")]
+    # --jobs 2 trained the students in spawned processes: the same weights as training here
+    distill.train(distill.DistillConfig(teacher=str(TEACHER), data=(str(run / "teacher_rollouts.jsonl"),), out=str(tmp_path / "again"),
+                                        method="sad", hidden_size=16, num_layers=1, steps=2, quiet=True))
+    here = load_checkpoint(tmp_path / "again" / "checkpoint")[0].state_dict()
+    spawned = load_checkpoint(run / "students" / "a-sad" / "checkpoint")[0].state_dict()
+    assert here.keys() == spawned.keys() and all(torch.equal(here[k], spawned[k]) for k in here)
     combined = subprocess.run([*script, "--combine", str(run), str(run), "--out", str(tmp_path / "all")],
                               capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
     assert combined.returncode == 0, combined.stderr[-3000:]

@@ -58,6 +58,14 @@ def test_ar_overfits_one_record_and_writes_it_back(one_record, tmp_path):
     assert decode_answer(tokenizer, new[0].tolist()) == '{"colour": "red", "size": 3}'
 
 
+def test_bf16_autocast_learns_the_record_and_keeps_float32_weights(one_record, tmp_path):
+    full = train(config(one_record, tmp_path / "fp32", objective="ar", steps=60, lr=1e-2))
+    mixed = train(config(one_record, tmp_path / "bf16", objective="ar", steps=60, lr=1e-2, bf16=True))
+    assert mixed["train/loss"] < 0.05
+    assert mixed["train/loss"] != full["train/loss"]  # the forward ran in bfloat16
+    assert {w.dtype for w in weights(tmp_path / "bf16").values()} == {torch.float32}
+
+
 def test_mdlm_overfits_one_record_and_the_sampler_writes_it_back(one_record, tmp_path):
     metrics = train(config(one_record, tmp_path / "mdlm", objective="mdlm", steps=150, lr=1e-2))
     model, tokenizer, meta = load_checkpoint(tmp_path / "mdlm" / "checkpoint")
