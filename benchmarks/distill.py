@@ -53,11 +53,11 @@ from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.envs.registry import family_of
-from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint
+from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.policies.generation import generate
 from lmgym.rollouts import Episode, parse_completion
 from lmgym.training.distill import (METHODS, DistillConfig, at_completion, collate, completion_window, encode_turns,
-                                    forward_kl, teacher_log_probs, train)
+                                    forward_kl, teacher_log_probs, train, write_teacher_cache)
 from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -333,8 +333,12 @@ def main() -> None:
     # --- 2. students ---
     runs = students(args)
     configs = [DistillConfig(teacher=args.teacher, data=(str(rollouts),), out=str(out / "students" / name), steps=args.steps,
-                             batch_size=args.batch_size, lr=args.lr, seed=args.seed, quiet=True, **fields)
+                             batch_size=args.batch_size, lr=args.lr, seed=args.seed, teacher_cache=str(out / "teacher_cache"),
+                             quiet=True, **fields)
                for name, _, fields in runs]
+    unfinished = [cfg for cfg in configs if (read_meta(Path(cfg.out) / "checkpoint").get("step") or 0) < cfg.steps]
+    if any(cfg.method in ("kd", "sad") for cfg in unfinished):  # their teacher distributions, computed once for all
+        write_teacher_cache(unfinished[0])
     if args.jobs > 1:  # spawned, not forked: a child forked after torch ran its thread pool can hang
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
             seconds = list(pool.map(train_student, configs))

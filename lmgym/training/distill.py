@@ -38,21 +38,26 @@ prompted as the teacher was), ``metrics.jsonl`` (``train/loss``, ``train/loss_re
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
+import safetensors
+import safetensors.torch
 import torch
 import torch.nn.functional as F
 import tyro
 from tqdm.auto import tqdm
+from transformers import PreTrainedTokenizerBase
 
 from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
-from lmgym.io import append_jsonl
+from lmgym.io import append_jsonl, atomic_folder
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.policies.models import TinyConfig, build_model, llama_config
@@ -91,6 +96,8 @@ class DistillConfig:
     """student attention heads (half as many key/value heads)"""
     max_answer_tokens: int | None = None
     """longest completion kept (and rkl's sampling length); None: the teacher's"""
+    teacher_cache: str | None = None
+    """kd, sad: folder holding the teacher's distributions over this data; read when it was written for the same teacher weights and turns, else computed and written (students of one data set share it)"""
     steps: int = 600
     """optimizer steps"""
     batch_size: int = 16
@@ -265,6 +272,34 @@ def teacher_log_probs(teacher, turns: list[Turn], pad_id: int, batch_size: int =
     return values
 
 
+def fingerprint(teacher, turns: list[Turn]) -> str:
+    """sha256 of the teacher's weights and the turns' tokens: what the cached distributions depend on."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(teacher.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+    digest.update(json.dumps([(t.context, t.answer) for t in turns]).encode())
+    return digest.hexdigest()
+
+
+def cached_teacher_log_probs(teacher, turns: list[Turn], pad_id: int, folder: str | Path | None) -> list[torch.Tensor]:
+    """`teacher_log_probs`, read from `folder` when it holds them for this teacher and these turns
+    (same fingerprint), else computed and written there atomically; no folder: computed."""
+    if folder is None:
+        return teacher_log_probs(teacher, turns, pad_id)
+    path, key = Path(folder) / "log_probs.safetensors", fingerprint(teacher, turns)
+    if path.exists():
+        with safetensors.safe_open(str(path), framework="pt") as saved:
+            if saved.metadata().get("fingerprint") == key:
+                lengths = saved.get_tensor("lengths").tolist()
+                return list(torch.split(saved.get_tensor("log_probs"), lengths))
+    values = teacher_log_probs(teacher, turns, pad_id)
+    with atomic_folder(folder) as tmp:
+        safetensors.torch.save_file({"log_probs": torch.cat(values), "lengths": torch.tensor([len(v) for v in values])},
+                                    str(tmp / path.name), metadata={"fingerprint": key})
+    return values
+
+
 def mean_entropy(log_probs: torch.Tensor) -> float:
     """Mean next-token entropy (nats) of a (T, V) log-distribution: the teacher's uncertainty on a turn."""
     return float(-(log_probs.exp() * log_probs).sum(dim=-1).mean())
@@ -321,6 +356,39 @@ def check(cfg: DistillConfig) -> None:
         raise InputError(f"--spans, --no-projection and --no-curriculum are options of --method sad, not {cfg.method}")
 
 
+class TeacherData(NamedTuple):
+    model: torch.nn.Module  # the frozen teacher
+    tokenizer: PreTrainedTokenizerBase  # the teacher's, and so the student's
+    prompt: dict  # the teacher's react_prompt (its meta): the student is prompted the same way
+    max_answer: int
+    turns: list[Turn]
+    dropped: int  # turns longer than max_answer
+
+
+def load_teacher(cfg: DistillConfig) -> TeacherData:
+    """The frozen teacher and the data encoded as its turns (one-line errors for bad input)."""
+    teacher, tokenizer, teacher_meta = load_checkpoint(cfg.teacher, device=cfg.device, dtype=torch.float32)
+    teacher.requires_grad_(False)  # loaded in eval mode; nothing else holds it, so no copy is needed
+    prompt = teacher_meta.get("react_prompt")
+    if not prompt:
+        raise InputError(f"--teacher {cfg.teacher}: its meta has no react_prompt (train it on rollouts with lmgym.training.lm)")
+    max_answer = cfg.max_answer_tokens or int(prompt.get("max_new_tokens") or teacher_meta["max_answer_tokens"])
+    records, episodes = load_data(cfg.data)
+    if records or not episodes:
+        raise InputError("--data must hold rollouts (Episode rows) of the teacher, not records")
+    turns, dropped = encode_turns(tokenizer, episodes, PromptProfile.from_meta(prompt), max_answer)
+    if not turns:
+        raise InputError(f"no turn fits --max-answer-tokens {max_answer} ({dropped} dropped)")
+    return TeacherData(teacher, tokenizer, prompt, max_answer, turns, dropped)
+
+
+def write_teacher_cache(cfg: DistillConfig) -> None:
+    """Fill `cfg.teacher_cache` once, before students that share it train in parallel."""
+    torch.set_num_threads(cfg.threads)
+    data = load_teacher(cfg)
+    cached_teacher_log_probs(data.model, data.turns, data.tokenizer.pad_token_id, cfg.teacher_cache)
+
+
 def train(cfg: DistillConfig) -> dict[str, float]:
     """Run (or resume) distillation; returns the last logged metrics."""
     check(cfg)
@@ -328,19 +396,8 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
     checkpoint = out / "checkpoint"
-    teacher, tokenizer, teacher_meta = load_checkpoint(cfg.teacher, device=cfg.device, dtype=torch.float32)
-    teacher.requires_grad_(False)  # loaded in eval mode; nothing else holds it, so no copy is needed
-    prompt = teacher_meta.get("react_prompt")
-    if not prompt:
-        raise InputError(f"--teacher {cfg.teacher}: its meta has no react_prompt (train it on rollouts with lmgym.training.lm)")
+    teacher, tokenizer, prompt, max_answer, turns, dropped = load_teacher(cfg)
     profile = PromptProfile.from_meta(prompt)
-    max_answer = cfg.max_answer_tokens or int(prompt.get("max_new_tokens") or teacher_meta["max_answer_tokens"])
-    records, episodes = load_data(cfg.data)
-    if records or not episodes:
-        raise InputError("--data must hold rollouts (Episode rows) of the teacher, not records")
-    turns, dropped = encode_turns(tokenizer, episodes, profile, max_answer)
-    if not turns:
-        raise InputError(f"no turn fits --max-answer-tokens {max_answer} ({dropped} dropped)")
     pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
 
     start_step = 0
@@ -359,7 +416,8 @@ def train(cfg: DistillConfig) -> dict[str, float]:
 
     # --- the teacher's distributions on the fixed data, and the curriculum (easy to hard) ---
     use_curriculum = cfg.method == "sad" and cfg.curriculum
-    cached = teacher_log_probs(teacher, turns, pad_id) if cfg.method in ("kd", "sad") and start_step < cfg.steps else []
+    needs_cache = cfg.method in ("kd", "sad") and start_step < cfg.steps
+    cached = cached_teacher_log_probs(teacher, turns, pad_id, cfg.teacher_cache) if needs_cache else []
     order = list(range(len(turns)))
     if use_curriculum and start_step < cfg.steps:
         scores = difficulty_scores([t.trajectory_steps for t in turns], [mean_entropy(c) for c in cached])

@@ -153,6 +153,35 @@ def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotq
         assert torch.allclose(distill.forward_kl(kept, distill.at_completion([cached[i] for i in picked], window["answer"]), window[span]),
                               distill.forward_kl(fresh, from_cache, batch[span]), atol=1e-4)
 
+def test_the_teacher_cache_folder_is_reused_only_for_the_same_teacher_and_turns(teacher_hotpotqa_file, tmp_path):
+    from lmgym.agents.prompts import PromptProfile
+    from lmgym.rollouts import read_episodes
+
+    teacher, tokenizer, _ = load_checkpoint(TEACHER, dtype=torch.float32)
+    turns, _ = distill.encode_turns(tokenizer, list(read_episodes(teacher_hotpotqa_file)), PromptProfile(max_prompt_tokens=320), 104)
+    pad, folder = tokenizer.pad_token_id, tmp_path / "cache"
+    written = distill.cached_teacher_log_probs(teacher, turns[:4], pad, folder)
+    read = distill.cached_teacher_log_probs(teacher, turns[:4], pad, folder)
+    assert all(torch.equal(a, b) for a, b in zip(written, read)) and len(read) == 4
+    # other turns, or other teacher weights: the folder is stale and is rewritten
+    assert [len(c) for c in distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder)] == [len(t.answer) for t in turns[1:4]]
+    with torch.no_grad():
+        teacher.lm_head.weight.mul_(2)  # tied to the embeddings: a different teacher
+    changed = distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder)
+    assert not torch.allclose(changed[0], read[1])
+    assert torch.equal(distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder)[0], changed[0])
+
+
+def test_a_student_trained_from_the_cache_folder_equals_one_trained_without(teacher_hotpotqa_file, tmp_path):
+    distill.train(config(teacher_hotpotqa_file, tmp_path / "plain", method="kd"))
+    cache = str(tmp_path / "cache")
+    distill.write_teacher_cache(config(teacher_hotpotqa_file, tmp_path / "unused", teacher_cache=cache))
+    distill.train(config(teacher_hotpotqa_file, tmp_path / "cached", method="kd", teacher_cache=cache))
+    plain = load_checkpoint(tmp_path / "plain" / "checkpoint")[0].state_dict()
+    cached = load_checkpoint(tmp_path / "cached" / "checkpoint")[0].state_dict()
+    assert all(torch.equal(plain[k], cached[k]) for k in plain)
+
+
 def config(data, out, **overrides):
     base = dict(teacher=str(TEACHER), data=(str(data),), out=str(out), hidden_size=16, num_layers=1, num_heads=2,
                 steps=4, batch_size=4, warmup=1, log_every=1, quiet=True)
