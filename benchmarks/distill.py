@@ -284,10 +284,46 @@ def step_seconds(quick: bool = True, repeats: int | None = None) -> dict:
             "note": "best of the alternated repeats, one thread; compare the ratio, not the seconds"}
 
 
+def bf16_step_seconds(hidden_size: int = 384, num_layers: int = 6, repeats: int = 3, threads: int = 2) -> dict:
+    """One AR training step (`lmgym.training.lm.ar_loss`, backward, AdamW) of a teacher-sized
+    Llama (default: the 11M HotPotQA teacher's shape) on 16 random 300-token rows, in float32
+    and under bfloat16 autocast (`--bf16`), alternated; seconds per step and their ratio. The
+    ratio depends on the CPU: bf16 matrix units (avx512_bf16, AMX) make autocast faster."""
+    from lmgym.policies.models import TinyConfig, build_model, llama_config
+    from lmgym.training.lm import ar_loss
+
+    torch.set_num_threads(threads)
+    size = TinyConfig(hidden_size=hidden_size, num_layers=num_layers, num_heads=4, num_kv_heads=2,
+                      intermediate_size=3 * hidden_size, max_positions=432)
+    model = build_model(llama_config(1024, size, bidirectional=False), 0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(3, 1024, (16, 300), generator=torch.Generator().manual_seed(0))
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "loss_mask": torch.ones_like(ids, dtype=torch.bool)}
+
+    def step(bf16: bool) -> float:
+        begun = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = ar_loss(model, batch)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return time.perf_counter() - begun
+
+    seconds = {"fp32": [], "bf16": []}
+    for _ in range(repeats):
+        seconds["fp32"].append(step(False))
+        seconds["bf16"].append(step(True))
+    best = {k: min(v) for k, v in seconds.items()}
+    return {"ar_step_s_fp32": round(best["fp32"], 3), "ar_step_s_bf16_autocast": round(best["bf16"], 3),
+            "speedup": round(best["fp32"] / best["bf16"], 2), "parameters": sum(p.numel() for p in model.parameters()),
+            "threads": threads, "note": "best of the alternated repeats; compare the ratio, not the seconds"}
+
+
 def run(quick: bool = True) -> dict:
-    """The perf suite's entry (`lmgym bench perf`): the trainer's completion-window speed-up."""
+    """The perf suite's entry (`lmgym bench perf`): the trainer's completion-window speed-up, and
+    bf16 autocast against float32 on a teacher-sized training step."""
     torch.set_num_threads(1)
-    return step_seconds(quick)
+    return {**step_seconds(quick), "teacher_step_bf16": bf16_step_seconds(repeats=3 if quick else 10)}
 
 
 def main() -> None:

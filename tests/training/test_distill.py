@@ -307,3 +307,6 @@ def test_the_perf_entry_times_full_logits_against_the_completion_window():
     assert result["turns"] == 16 and 0 < result["completion_window"] < result["tokens"][1]
     assert result["kd_step_s_full_logits"] > 0 and result["kd_step_s_completion_window"] > 0
     assert result["speedup"] == pytest.approx(result["kd_step_s_full_logits"] / result["kd_step_s_completion_window"], rel=0.05)
+    bf16 = module.bf16_step_seconds(hidden_size=32, num_layers=1, repeats=1, threads=1)
+    assert bf16["parameters"] < 100_000 and bf16["ar_step_s_fp32"] > 0 and bf16["ar_step_s_bf16_autocast"] > 0
+    assert bf16["speedup"] == pytest.approx(bf16["ar_step_s_fp32"] / bf16["ar_step_s_bf16_autocast"], rel=0.05)
