@@ -182,6 +182,11 @@ def plot(cells: list[dict], envs: list[str], path: Path) -> None:
     plt.close(figure)
 
 
+def row_name(cell: dict) -> str:
+    """A cell's row: its method, or its ablation's name (``sad-no-projection``)."""
+    return cell["name"].split("-", 1)[1] if cell["ablation"] else cell["method"]
+
+
 def interval(cell: dict) -> str:
     return f"{cell['success']:.2f} [{cell['success_ci95'][0]:.2f}, {cell['success_ci95'][1]:.2f}]"
 
@@ -189,8 +194,7 @@ def interval(cell: dict) -> str:
 def success_matrix(cells: list[dict]) -> str:
     """The paper's shape: a row per method (ablations last), a column per env and size, success with its interval."""
     columns = list(dict.fromkeys((c["env"], c["size"]) for c in cells if c["size"] != "teacher"))
-    names = list(dict.fromkeys(c["name"].split("-", 1)[1] if c["ablation"] else c["method"]
-                               for c in cells if c["size"] != "teacher"))
+    names = list(dict.fromkeys(row_name(c) for c in cells if c["size"] != "teacher"))
     lines = ["| method | " + " | ".join(f"{env} {size}" for env, size in columns) + " |",
              "| --- |" + " --- |" * len(columns)]
     teachers = {c["env"]: c for c in cells if c["method"] == "teacher"}
@@ -199,8 +203,7 @@ def success_matrix(cells: list[dict]) -> str:
     for name in names:
         row = []
         for env, size in columns:
-            cell = next((c for c in cells if c["env"] == env and c["size"] == size
-                         and (c["name"].split("-", 1)[1] if c["ablation"] else c["method"]) == name), None)
+            cell = next((c for c in cells if c["env"] == env and c["size"] == size and row_name(c) == name), None)
             row.append(interval(cell) if cell else "-")
         lines.append(f"| {name} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
@@ -210,7 +213,7 @@ def table(cells: list[dict], tests: list[dict]) -> str:
     lines = ["| env | size | method | params | n | success [95% CI] | CoT match [95% CI] | action match | held-out KL reason / act | act token acc | reasoning tok/step | steps | tok/s |",
              "| --- | --- | --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for c in cells:
-        lines.append(f"| {c['env']} | {c['size']} | {c['name'].split('-', 1)[1] if c['ablation'] else c['method']} | {c['parameters']:,} | {c['n']} | "
+        lines.append(f"| {c['env']} | {c['size']} | {row_name(c)} | {c['parameters']:,} | {c['n']} | "
                      f"{interval(c)} | "
                      + (f"{c['cot_match']:.2f} [{c['cot_match_ci95'][0]:.2f}, {c['cot_match_ci95'][1]:.2f}] | {c['action_match']:.2f} | "
                         f"{c['heldout_kl_reason']:.2f} / {c['heldout_kl_act']:.2f} | {c['act_token_accuracy']:.2f}"
@@ -292,7 +295,6 @@ def bf16_step_seconds(hidden_size: int = 384, num_layers: int = 6, repeats: int 
     from lmgym.policies.models import TinyConfig, build_model, llama_config
     from lmgym.training.lm import ar_loss
 
-    torch.set_num_threads(threads)
     size = TinyConfig(hidden_size=hidden_size, num_layers=num_layers, num_heads=4, num_kv_heads=2,
                       intermediate_size=3 * hidden_size, max_positions=432)
     model = build_model(llama_config(1024, size, bidirectional=False), 0)
@@ -310,9 +312,14 @@ def bf16_step_seconds(hidden_size: int = 384, num_layers: int = 6, repeats: int 
         return time.perf_counter() - begun
 
     seconds = {"fp32": [], "bf16": []}
-    for _ in range(repeats):
-        seconds["fp32"].append(step(False))
-        seconds["bf16"].append(step(True))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)  # the teacher trained with two; restored for the suite's next entries
+    try:
+        for _ in range(repeats):
+            seconds["fp32"].append(step(False))
+            seconds["bf16"].append(step(True))
+    finally:
+        torch.set_num_threads(previous)
     best = {k: min(v) for k, v in seconds.items()}
     return {"ar_step_s_fp32": round(best["fp32"], 3), "ar_step_s_bf16_autocast": round(best["bf16"], 3),
             "speedup": round(best["fp32"] / best["bf16"], 2), "parameters": sum(p.numel() for p in model.parameters()),

@@ -9,8 +9,9 @@ prompt the agent sent (rendered exactly as `lmgym.agents.lm.LMAgent` renders it,
 (``REASON``: the ``Thought:`` line; ``ACT``: the ``Action:`` line and the end-of-turn token).
 Observations and the prompt are context only: no method trains on them. The frozen teacher's
 token distributions at the completion positions are computed once, before the loop, and held in
-memory (`teacher_log_probs`: V floats per completion token, nothing on disk); rkl's teacher
-scores the student's fresh samples on each batch.
+memory (`teacher_log_probs`: V floats per completion token); with ``--teacher-cache`` they are
+also written to a folder that later students of the same teacher and data read instead
+(`cached_teacher_log_probs`). rkl's teacher scores the student's fresh samples on each batch.
 
 Methods (``--method``):
 
