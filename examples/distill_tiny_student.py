@@ -8,7 +8,10 @@
 3. Teacher and student play held-out seeds ``0..N-1`` as `lm` agents (paired seeds).
 
     python examples/distill_tiny_student.py --out runs/distill/example
-    python examples/distill_tiny_student.py --out runs/distill/example-kd --method kd
+    python examples/distill_tiny_student.py --out runs/distill/example --method kd   # same data and teacher cache
+
+Each method's student goes to ``OUT/student-<method>``; kd and sad read the teacher's
+distributions from ``OUT/teacher_cache``, written by the first of them (``--teacher-cache``).
 
 The full comparison (every method, two sizes, ablations, CoT match, paired tests) is
 ``benchmarks/distill.py`` (docs/distill.md).
@@ -53,16 +56,17 @@ counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **lm),
 print(f"teacher: {counts} ({time.time() - started:.0f} s)")
 
 # --- 2. the student ---
-metrics = train(DistillConfig(teacher=args.teacher, data=(str(rollouts),), method=args.method, out=str(out / "student"),
+student = out / f"student-{args.method}"
+metrics = train(DistillConfig(teacher=args.teacher, data=(str(rollouts),), method=args.method, out=str(student),
                               hidden_size=args.hidden_size, num_layers=args.num_layers, steps=args.steps,
-                              warmup=min(50, args.steps // 10 + 1), quiet=True))
+                              warmup=min(50, args.steps // 10 + 1), teacher_cache=str(out / "teacher_cache"), quiet=True))
 print(f"student: {metrics} ({time.time() - started:.0f} s)")
 
 # --- 3. both on held-out seeds ---
 spec = BenchmarkSpec("distill-example", (EnvSpec(args.env),),
                      (AgentSpec("teacher", "lm", {"model": args.teacher, **lm}),
-                      AgentSpec(f"student-{args.method}", "lm", {"model": str(out / "student" / "checkpoint"), **lm})),
+                      AgentSpec(student.name, "lm", {"model": str(student / "checkpoint"), **lm})),
                      episodes=args.eval_episodes, max_steps=args.max_eval_steps)
-run_benchmark(spec, out / "eval", quiet=True, plots=False, backend="inprocess")
-print((out / "eval" / "summary.md").read_text())
+run_benchmark(spec, out / f"eval-{args.method}", quiet=True, plots=False, backend="inprocess")
+print((out / f"eval-{args.method}" / "summary.md").read_text())
 print(f"total {time.time() - started:.0f} s")
