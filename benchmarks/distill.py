@@ -32,6 +32,7 @@ metrics), ``eval-<k>/`` (the benchmark run of env k), ``summary.json``, ``table.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import sys
@@ -350,8 +351,9 @@ def main() -> None:
     parser.add_argument("--eval-env", action="append", default=[], help="more envs to evaluate on (ID or ID(key=value, ...)), seeded")
     parser.add_argument("--max-steps", type=int, default=8, help="step limit per episode (teacher data and evaluation)")
     parser.add_argument("--batch", type=int, default=8, help="episodes each lm agent plays at once")
-    parser.add_argument("--workers", type=int, default=1, help="processes playing the evaluation episodes")
-    parser.add_argument("--jobs", type=int, default=1, help="students trained at once, one process and one thread each")
+    parser.add_argument("--workers", type=int, default=1, help="processes playing the evaluation episodes, one thread each")
+    parser.add_argument("--jobs", type=int, default=1, help="students trained at once, one process and one thread each "
+                        "(the stages that run alone use max(jobs, workers) threads)")
     parser.add_argument("--install", action="store_true",
                         help=f"copy each method's best student on --env, in half precision, to {DISTILL_CHECKPOINTS}/<family>-<method>")
     parser.add_argument("--combine", nargs="+", metavar="RUN", default=None,
@@ -360,14 +362,15 @@ def main() -> None:
     if args.combine:
         return combine(args.combine, Path(args.out))
     args.size = args.size or ["small:40:2", "tiny:16:2"]
-    torch.set_num_threads(1)
+    alone = max(args.jobs, args.workers)  # the stages that run by themselves (teacher data and cache, metrics) use every core
+    torch.set_num_threads(alone)
     out, started = Path(args.out), time.time()
     timings: dict[str, float] = {}
 
     # --- 1. data: the teacher's own rollouts on training seeds ---
     rollouts = out / "teacher_rollouts.jsonl"
-    lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": 1}}
-    counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **lm),
+    lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": 1}}  # evaluation: one thread per worker
+    counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **{**lm, "backend_kwargs": {"threads": alone}}),
                              range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.teacher_episodes), rollouts, slots=args.batch,
                              max_steps=args.max_steps)
     timings["teacher_rollouts_s"] = time.time() - started
@@ -381,12 +384,13 @@ def main() -> None:
                for name, _, fields in runs]
     unfinished = [cfg for cfg in configs if (read_meta(Path(cfg.out) / "checkpoint").get("step") or 0) < cfg.steps]
     if any(cfg.method in ("kd", "sad") for cfg in unfinished):  # their teacher distributions, computed once for all
-        write_teacher_cache(unfinished[0])
+        write_teacher_cache(dataclasses.replace(unfinished[0], threads=alone))
     if args.jobs > 1:  # spawned, not forked: a child forked after torch ran its thread pool can hang
         with ProcessPoolExecutor(args.jobs, mp_context=get_context("spawn")) as pool:
             seconds = list(pool.map(train_student, configs))
     else:
         seconds = [train_student(cfg) for cfg in configs]
+    torch.set_num_threads(alone)  # a student trained in this process set one
     for (name, _, _), spent in zip(runs, seconds):
         timings[f"train_{name}_s"] = spent
         print(f"{name}: trained ({spent:.0f} s)", flush=True)

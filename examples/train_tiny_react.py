@@ -58,7 +58,7 @@ parser.add_argument("--max-prompt-tokens", type=int, default=320, help="the tran
 parser.add_argument("--max-answer-tokens", type=int, default=64)
 parser.add_argument("--batch-size", type=int, default=16)
 parser.add_argument("--lr", type=float, default=3e-3)
-parser.add_argument("--eval-episodes", type=int, default=100, help="held-out seeds 0..N-1")
+parser.add_argument("--eval-episodes", type=int, default=100, help="held-out seeds 0..N-1 (0: train only, no evaluation)")
 parser.add_argument("--eval-env", action="append", default=[],
                     help="more envs to evaluate on, as ID or ID(key=value, ...); a finite split of at most "
                          "--sweep-up-to tasks is played once, whole, a larger one on the held-out seeds")
@@ -67,8 +67,11 @@ parser.add_argument("--sweep-up-to", type=int, default=600,
 parser.add_argument("--max-eval-steps", type=int, default=None, help="cap on steps per evaluation episode")
 parser.add_argument("--batch", type=int, default=8, help="episodes each LM agent plays at once")
 parser.add_argument("--threads", type=int, default=1)
+parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast of the training forward passes (weights stay float32)")
 parser.add_argument("--install", action="store_true", help=f"copy the models in half precision to {REACT_CHECKPOINTS}")
 args = parser.parse_args()
+if args.install and not args.eval_episodes:
+    parser.error("--install records the evaluation beside the model: it needs --eval-episodes > 0")
 torch.set_num_threads(args.threads)
 out = Path(args.out)
 family = family_of(args.env).lower()
@@ -95,7 +98,7 @@ print(f"teacher: {counts} -> {rollouts} ({time.time() - started:.0f} s)")
 common = dict(data=(str(rollouts),), vocab_size=args.vocab_size, hidden_size=args.hidden_size,
               num_layers=args.num_layers, num_heads=4, max_prompt_tokens=args.max_prompt_tokens,
               max_answer_tokens=args.max_answer_tokens, batch_size=args.batch_size, lr=args.lr, seed=0,
-              threads=args.threads, log_every=50, save_every=250)
+              threads=args.threads, bf16=args.bf16, log_every=50, save_every=250)
 metrics = train(LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps, init=args.init,
                               warmup=min(100, args.ar_steps // 10 + 1), **common))
 print(f"ar: {metrics} ({time.time() - started:.0f} s)")
@@ -106,6 +109,10 @@ if args.mdlm_steps:
                                   init=str(out / "ar" / "checkpoint"), mask_schedule="blocks", block_length=32,
                                   warmup=min(100, args.mdlm_steps // 10 + 1), **common))
     print(f"mdlm: {metrics} ({time.time() - started:.0f} s)")
+
+if not args.eval_episodes:
+    print(f"trained, not evaluated (--eval-episodes 0); total {time.time() - started:.0f} s")
+    sys.exit()
 
 # --- 4. evaluation on held-out seeds, beside random and the teacher ---
 lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": args.threads}}
