@@ -363,7 +363,6 @@ def main() -> None:
         return combine(args.combine, Path(args.out))
     args.size = args.size or ["small:40:2", "tiny:16:2"]
     alone = max(args.jobs, args.workers)  # the stages that run by themselves (teacher data and cache, metrics) use every core
-    torch.set_num_threads(alone)
     out, started = Path(args.out), time.time()
     timings: dict[str, float] = {}
 
@@ -390,7 +389,6 @@ def main() -> None:
             seconds = list(pool.map(train_student, configs))
     else:
         seconds = [train_student(cfg) for cfg in configs]
-    torch.set_num_threads(alone)  # a student trained in this process set one
     for (name, _, _), spent in zip(runs, seconds):
         timings[f"train_{name}_s"] = spent
         print(f"{name}: trained ({spent:.0f} s)", flush=True)
@@ -413,6 +411,7 @@ def main() -> None:
         transcripts.update({r["key"]: r for r in read_jsonl(out / f"eval-{index}" / "transcripts.jsonl")})
 
     # --- 4. metrics per cell, CoT match on the teacher's states, paired tests ---
+    torch.set_num_threads(alone)  # (the trainers and backends above set their own)
     folders = {"teacher": Path(args.teacher), **{name: out / "students" / name / "checkpoint" for name, _, _ in runs}}
     sizes = {"teacher": "teacher", **{name: size for name, size, _ in runs}}
     methods = {"teacher": "teacher", **{name: fields["method"] for name, _, fields in runs}}
