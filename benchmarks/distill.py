@@ -32,6 +32,7 @@ metrics), ``eval-<k>/`` (the benchmark run of env k), ``summary.json``, ``table.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import shlex
@@ -230,13 +231,25 @@ def table(cells: list[dict], tests: list[dict]) -> str:
 
 
 def combine(runs: list[str], out: Path) -> None:
-    """One table and one plot from several runs of this script (one family each)."""
-    cells, tests = [], []
+    """One table and one plot from several runs of this script (one family each). An env distilled
+    from teachers of different sizes gets a column set per teacher, named by its size."""
+    summaries = []
     for run in runs:
         path = Path(run) / "summary.json"
         if not path.is_file():
             sys.exit(f"error: {path} not found (run benchmarks/distill.py --out {run} first)")
-        summary = json.loads(path.read_text())
+        summaries.append(json.loads(path.read_text()))
+    teachers = collections.defaultdict(set)  # env -> the teachers' parameter counts
+    for summary in summaries:
+        for c in summary["cells"]:
+            if c["method"] == "teacher":
+                teachers[c["env"]].add(c["parameters"])
+    cells, tests = [], []
+    for summary in summaries:
+        sizes = {c["env"]: c["parameters"] for c in summary["cells"] if c["method"] == "teacher"}
+        for row in summary["cells"] + summary["tests"]:
+            if len(teachers[row["env"]]) > 1:
+                row["env"] = f"{row['env']} ({sizes[row['env']] / 1e6:.1f}M teacher)"
         cells += summary["cells"]
         tests += summary["tests"]
     out.mkdir(parents=True, exist_ok=True)

@@ -291,6 +291,18 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
     table = (tmp_path / "all" / "table.md").read_text()
     assert table.startswith("| method | lmgym/HotPotQA-Gen-Easy-v0 a | lmgym/HotPotQA-Gen-v0 a |") and "| sad-act-only |" in table
     assert (tmp_path / "all" / "success_vs_size.png").stat().st_size > 0
+    # the same env from a teacher of another size: a column set per teacher, named by its size
+    larger = tmp_path / "larger"
+    larger.mkdir()
+    teacher_size = f"{next(c['parameters'] for c in summary['cells'] if c['method'] == 'teacher') / 1e6:.1f}M"
+    for cell in summary["cells"]:
+        cell["parameters"] = 11_000_000 if cell["method"] == "teacher" else cell["parameters"]
+    (larger / "summary.json").write_text(json.dumps(summary))
+    both = subprocess.run([*script, "--combine", str(run), str(larger), "--out", str(tmp_path / "both")],
+                          capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert both.returncode == 0, both.stderr[-3000:]
+    header = (tmp_path / "both" / "table.md").read_text().splitlines()[0]
+    assert f"| lmgym/HotPotQA-Gen-v0 ({teacher_size} teacher) a |" in header and "| lmgym/HotPotQA-Gen-v0 (11.0M teacher) a |" in header
     missing = subprocess.run([*script, "--combine", str(tmp_path / "nothing")], capture_output=True, text=True)
     assert missing.returncode != 0 and missing.stderr.strip().count("\n") == 0 and "not found" in missing.stderr
 
