@@ -308,6 +308,11 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
     if bidirectional:
         ensure_mask_token(tokenizer)
         resize_for_tokenizer(model, tokenizer)
+    needed = cfg.max_prompt_tokens + cfg.max_answer_tokens + 8
+    if getattr(model.config, "rope_parameters", None) and model.config.max_position_embeddings < needed:
+        # rotary positions extend to any length, but the backends cut prompts to the saved
+        # max_position_embeddings: a longer budget than the base was built for must be recorded
+        model.config.max_position_embeddings = needed
     torch.manual_seed(cfg.seed)  # LoRA's A matrices are drawn here
     if cfg.lora_r:
         model = add_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha)

@@ -168,6 +168,16 @@ def test_bad_rows_and_lora_without_a_base_are_clear_errors(tmp_path):
         train(config(tmp_path / "ok.jsonl", tmp_path / "out", lora_r=4))
 
 
+def test_a_longer_prompt_budget_than_the_base_is_recorded_in_its_config(records, tmp_path):
+    train(config(records, tmp_path / "base", objective="ar", steps=2))  # built for 16 + 24 + 8 positions
+    train(config(records, tmp_path / "longer", objective="ar", steps=2, init=str(tmp_path / "base" / "checkpoint"),
+                 max_prompt_tokens=64))
+    base, _, _ = load_checkpoint(tmp_path / "base" / "checkpoint")
+    longer, _, meta = load_checkpoint(tmp_path / "longer" / "checkpoint")
+    assert base.config.max_position_embeddings == 48
+    assert longer.config.max_position_embeddings == 64 + 24 + 8 and meta["max_prompt_tokens"] == 64
+
+
 def test_help_lists_the_config_fields(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--help"])
