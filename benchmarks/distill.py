@@ -239,16 +239,16 @@ def combine(runs: list[str], out: Path) -> None:
         if not path.is_file():
             sys.exit(f"error: {path} not found (run benchmarks/distill.py --out {run} first)")
         summaries.append(json.loads(path.read_text()))
-    teachers = collections.defaultdict(set)  # env -> the teachers' parameter counts
-    for summary in summaries:
-        for c in summary["cells"]:
-            if c["method"] == "teacher":
-                teachers[c["env"]].add(c["parameters"])
+    teacher_sizes = [{c["env"]: c["parameters"] for c in summary["cells"] if c["method"] == "teacher"}
+                     for summary in summaries]  # per run: env -> its teacher's parameters
+    distinct = collections.defaultdict(set)
+    for sizes in teacher_sizes:
+        for env, parameters in sizes.items():
+            distinct[env].add(parameters)
     cells, tests = [], []
-    for summary in summaries:
-        sizes = {c["env"]: c["parameters"] for c in summary["cells"] if c["method"] == "teacher"}
+    for summary, sizes in zip(summaries, teacher_sizes):
         for row in summary["cells"] + summary["tests"]:
-            if len(teachers[row["env"]]) > 1:
+            if len(distinct[row["env"]]) > 1:
                 row["env"] = f"{row['env']} ({sizes[row['env']] / 1e6:.1f}M teacher)"
         cells += summary["cells"]
         tests += summary["tests"]

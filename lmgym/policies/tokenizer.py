@@ -141,6 +141,12 @@ def chat_prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str | Sequence[M
 # as LLaDA's SFT pads answers, so the model learns where an answer ends).
 
 
+def positions_for(max_prompt_tokens: int, max_answer_tokens: int) -> int:
+    """Positions a model needs for a `prompt_ids` prompt and its answer: BOS, SEP and EOS with
+    room to spare."""
+    return max_prompt_tokens + max_answer_tokens + 8
+
+
 def prompt_ids(tokenizer: PreTrainedTokenizerBase, prompt: str, max_tokens: int) -> list[int]:
     """``[BOS] prompt [SEP]`` ids, the prompt cut to its last ``max_tokens`` tokens.
 

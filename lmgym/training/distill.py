@@ -62,6 +62,7 @@ from lmgym.io import append_jsonl, atomic_folder
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.policies.models import TinyConfig, build_model, llama_config
+from lmgym.policies.tokenizer import positions_for
 from lmgym.training.lm import collate as lm_collate, learning_rate, load_data
 from lmgym.training.objectives import masked_mean
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example, encode_episode
@@ -406,7 +407,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
         student, _, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
         start_step = meta["step"]
     else:
-        size = student_size(cfg, profile.max_prompt_tokens + max_answer + 8)
+        size = student_size(cfg, positions_for(profile.max_prompt_tokens, max_answer))
         student = build_model(llama_config(len(tokenizer), size, bidirectional=False, tokenizer=tokenizer), cfg.seed)
         student = student.to(teacher.device)
     student.train()

@@ -59,7 +59,7 @@ from lmgym.policies.models import (
     resize_for_tokenizer,
     smollm2_folder,
 )
-from lmgym.policies.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, prompt_ids, train_bpe_tokenizer
+from lmgym.policies.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, positions_for, prompt_ids, train_bpe_tokenizer
 from lmgym.agents.prompts import PromptProfile, load_family_prompt, system_text
 from lmgym.envs.registry import family_of
 from lmgym.rollouts import Episode, format_completion
@@ -295,7 +295,7 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
             tokenizer = train_bpe_tokenizer(texts, vocab_size=cfg.vocab_size, split_digits=cfg.split_digits)
         size = TinyConfig(hidden_size=cfg.hidden_size, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
                           num_kv_heads=max(1, cfg.num_heads // 2), intermediate_size=3 * cfg.hidden_size,
-                          max_positions=cfg.max_prompt_tokens + cfg.max_answer_tokens + 8)
+                          max_positions=positions_for(cfg.max_prompt_tokens, cfg.max_answer_tokens))
         model = build_model(llama_config(len(tokenizer), size, bidirectional=bidirectional, tokenizer=tokenizer), cfg.seed)
         return model.to(device or "cpu"), tokenizer, None
     base = str(smollm2_folder()) if cfg.init == "smollm2" else cfg.init
@@ -308,7 +308,7 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
     if bidirectional:
         ensure_mask_token(tokenizer)
         resize_for_tokenizer(model, tokenizer)
-    needed = cfg.max_prompt_tokens + cfg.max_answer_tokens + 8
+    needed = positions_for(cfg.max_prompt_tokens, cfg.max_answer_tokens)
     if getattr(model.config, "rope_parameters", None) and model.config.max_position_embeddings < needed:
         # rotary positions extend to any length, but the backends cut prompts to the saved
         # max_position_embeddings: a longer budget than the base was built for must be recorded

@@ -23,10 +23,10 @@ def test_an_installed_checkpoint_gives_its_profile():
 def test_every_installed_checkpoint_has_positions_for_its_whole_prompt():
     """The backends cut a prompt to the config's max_position_embeddings: a checkpoint trained
     on longer prompts (`webshop-teacher-1k-ar`, 1,024 tokens) would be played on fewer."""
-    folders = [f for root in (REACT_CHECKPOINTS, REACT_CHECKPOINTS.parent / "distill") for f in sorted(root.iterdir())
-               if (f / "lmgym.json").is_file() and (read_meta(f).get("react_prompt") or {}).get("max_prompt_tokens")]
-    assert any(f.name == "webshop-teacher-1k-ar" for f in folders)
-    for folder in folders:
-        prompt = read_meta(folder)["react_prompt"]
+    prompts = {f: read_meta(f).get("react_prompt") for root in (REACT_CHECKPOINTS, REACT_CHECKPOINTS.parent / "distill")
+               for f in sorted(root.iterdir()) if (f / "lmgym.json").is_file()}
+    prompts = {folder: prompt for folder, prompt in prompts.items() if prompt and prompt.get("max_prompt_tokens")}
+    assert any(f.name == "webshop-teacher-1k-ar" for f in prompts)
+    for folder, prompt in prompts.items():
         positions = json.loads((folder / "config.json").read_text())["max_position_embeddings"]
         assert positions >= prompt["max_prompt_tokens"] + prompt["max_new_tokens"], folder.name
