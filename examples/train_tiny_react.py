@@ -67,6 +67,7 @@ parser.add_argument("--sweep-up-to", type=int, default=600,
 parser.add_argument("--max-eval-steps", type=int, default=None, help="cap on steps per evaluation episode")
 parser.add_argument("--batch", type=int, default=8, help="episodes each LM agent plays at once")
 parser.add_argument("--threads", type=int, default=1)
+parser.add_argument("--save-every", type=int, default=250, help="checkpoint every N steps; a rerun of the same command resumes from the last one")
 parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast of the training forward passes (weights stay float32)")
 parser.add_argument("--install", action="store_true", help=f"copy the models in half precision to {REACT_CHECKPOINTS}")
 args = parser.parse_args()
@@ -98,7 +99,7 @@ print(f"teacher: {counts} -> {rollouts} ({time.time() - started:.0f} s)")
 common = dict(data=(str(rollouts),), vocab_size=args.vocab_size, hidden_size=args.hidden_size,
               num_layers=args.num_layers, num_heads=4, max_prompt_tokens=args.max_prompt_tokens,
               max_answer_tokens=args.max_answer_tokens, batch_size=args.batch_size, lr=args.lr, seed=0,
-              threads=args.threads, bf16=args.bf16, log_every=50, save_every=250)
+              threads=args.threads, bf16=args.bf16, log_every=50, save_every=args.save_every)
 metrics = train(LMTrainConfig(objective="ar", out=str(out / "ar"), steps=args.ar_steps, init=args.init,
                               warmup=min(100, args.ar_steps // 10 + 1), **common))
 print(f"ar: {metrics} ({time.time() - started:.0f} s)")

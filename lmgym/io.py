@@ -145,6 +145,16 @@ def _truncate_partial_line(fd: int) -> int:
         return size - keep
 
 
+def rewind_log(path: str | os.PathLike, step: int, key: str = "train/step") -> None:
+    """Drop the rows of a training log past `step`, atomically: the steps a resumed (or restarted,
+    `step` 0) run is about to log again, so the log holds each step once."""
+    path = Path(path)
+    if not path.exists():
+        return
+    kept = [row for row in read_jsonl(path) if row.get(key, 0) <= step]
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in kept))
+
+
 def scan_jsonl(path: str | os.PathLike, start: int = 0) -> Iterator[tuple[int, bytes]]:
     """Yield ``(byte offset, raw line)`` for each complete line of `path` from byte `start` on.
 

@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 
 from lmgym.agents.prompts import Turn
 from lmgym.agents.preact import CLOSE, OPEN, TurnLayout, call_text, turn_prompt
-from lmgym.io import append_jsonl
+from lmgym.io import append_jsonl, rewind_log
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.rollouts import Episode
 from lmgym.training.lm import LMTrainConfig, build, collate, learning_rate, load_data, mdlm_loss
@@ -167,6 +167,7 @@ def train(cfg: AgenticSFTConfig) -> dict[str, float]:
 
     # --- training loop ---
     metrics: dict[str, float] = {}
+    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
     started = time.time() - float(read_meta(checkpoint).get("train_seconds", 0.0) if start_step else 0.0)
     bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
                disable=cfg.quiet or not sys.stderr.isatty(), desc="agentic sft")

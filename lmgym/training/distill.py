@@ -58,7 +58,7 @@ from transformers import PreTrainedTokenizerBase
 
 from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
-from lmgym.io import append_jsonl, atomic_folder
+from lmgym.io import append_jsonl, atomic_folder, rewind_log
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.policies.generation import generate
 from lmgym.policies.models import TinyConfig, build_model, llama_config
@@ -438,6 +438,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
 
     # --- training loop ---
     metrics: dict[str, float] = {}
+    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
     conflicts, tokens, started = 0, 0, time.time()
     bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
                disable=cfg.quiet or not sys.stderr.isatty(), desc=f"distill {cfg.method}")

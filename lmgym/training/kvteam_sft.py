@@ -42,7 +42,7 @@ from peft import set_peft_model_state_dict
 from safetensors.torch import load_file
 
 from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
-from lmgym.io import append_jsonl, atomic_folder, atomic_write_json
+from lmgym.io import append_jsonl, atomic_folder, atomic_write_json, rewind_log
 from lmgym.policies.checkpoints import OPTIMIZER_FILE, load_optimizer_state
 from lmgym.rollouts import read_episodes
 from lmgym.training.lm import learning_rate
@@ -176,6 +176,7 @@ def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
 
     # --- training loop ---
     metrics: dict[str, float] = {}
+    rewind_log(out / "metrics.jsonl", start)  # the steps about to run are logged once
     started = time.time()
     report_every = 0 if cfg.quiet else max(cfg.steps // 10, 1)
     for step in range(start, cfg.steps):

@@ -49,7 +49,7 @@ import torch.nn.functional as F
 import tyro
 from tqdm.auto import tqdm
 
-from lmgym.io import append_jsonl, read_jsonl
+from lmgym.io import append_jsonl, read_jsonl, rewind_log
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.policies.models import (
     TinyConfig,
@@ -358,6 +358,7 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
 
     # --- training loop ---
     metrics: dict[str, float] = {}
+    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
     tokens, started = 0, time.time()
     bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps, disable=cfg.quiet or not sys.stderr.isatty(),
                desc=f"train {cfg.objective}")

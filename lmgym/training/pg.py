@@ -34,7 +34,7 @@ from lmgym.agents.prompt_search.base import SEED_BOUND, edited
 from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context
 from lmgym.envs.promptedit.env import PromptEditEnv
 from lmgym.envs.promptedit.tasks import LOADERS
-from lmgym.io import append_jsonl
+from lmgym.io import append_jsonl, rewind_log
 from lmgym.policies.checkpoints import read_meta, save_checkpoint
 from lmgym.training.objectives import frozen_copy, token_logprobs
 
@@ -115,6 +115,7 @@ def train(cfg: PGConfig) -> dict[str, float]:
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     envs = {task: PromptEditEnv(task, batch_size=cfg.batch_size, generator=cfg.generator) for task in cfg.tasks}
     metrics_path = f"{cfg.out}/metrics.jsonl"
+    rewind_log(metrics_path, 0)  # a rerun starts afresh: its log too
     calls, start, row = 0, time.perf_counter(), {}
 
     # --- the loop -------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 
 from lmgym.agents.preact import PReActAgent, TurnLayout
 from lmgym.agents.runner import run_episodes
-from lmgym.io import append_jsonl, read_jsonl
+from lmgym.io import append_jsonl, read_jsonl, rewind_log
 from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.rollouts import Episode
 from lmgym.training.agentic_sft import turn_examples
@@ -178,6 +178,7 @@ def train(cfg: VRPOConfig) -> dict[str, float]:
     meta = {**base_meta, "train_config": asdict(cfg), "vrpo": {"rollouts": len(rows), "rollout_success": won_rate,
                                                                 "pairs": len(pairs), "sft_model": cfg.model}}
     metrics: dict[str, float] = {}
+    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
     started = time.time()
     bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
                disable=cfg.quiet or not sys.stderr.isatty(), desc="vrpo")

@@ -6,7 +6,7 @@ import pytest
 
 import lmgym  # noqa: F401
 from lmgym.agents import ExpertAgent, RandomAgent, run_episode
-from lmgym.io import append_jsonl, atomic_folder, atomic_write_json, read_jsonl, repair_jsonl
+from lmgym.io import append_jsonl, atomic_folder, atomic_write_json, read_jsonl, repair_jsonl, rewind_log
 from lmgym.rollouts import Episode, format_completion, read_episodes, write_episode, write_episodes
 
 
@@ -21,6 +21,18 @@ def test_partial_last_line_is_dropped_then_repaired(tmp_path):
     append_jsonl(path, {"k": 4})
     assert [r["k"] for r in read_jsonl(path)] == [1, 2, 4]
 
+
+
+def test_rewind_log_drops_the_steps_a_resumed_run_logs_again(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    rewind_log(path, 0)  # no log yet: nothing to do, nothing created
+    assert not path.exists()
+    for step in (1, 2, 3, 4):  # a run saved at step 2, then killed after logging step 4
+        append_jsonl(path, {"train/step": step, "train/loss": 1.0 / step})
+    rewind_log(path, 2)
+    assert [r["train/step"] for r in read_jsonl(path)] == [1, 2]
+    rewind_log(path, 0)  # restarted from scratch (no checkpoint was saved)
+    assert list(read_jsonl(path)) == []
 
 _APPENDER = """
 import sys

@@ -15,6 +15,7 @@ import torch
 from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.benchmarks.report import mcnemar_exact
 from lmgym.errors import InputError
+from lmgym.io import read_jsonl
 from lmgym.policies.checkpoints import load_checkpoint, read_meta
 from lmgym.training import distill
 from lmgym.training.transcripts import ACT, REASON
@@ -243,6 +244,8 @@ def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teache
     distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
     resumed = load_checkpoint(tmp_path / "cut" / "checkpoint")[0].state_dict()
     assert all(torch.allclose(a[k], resumed[k], atol=1e-6) for k in a)
+    logged = [[row["train/step"] for row in read_jsonl(tmp_path / run / "metrics.jsonl")] for run in ("a", "cut")]
+    assert logged[0] == logged[1] == [1, 2, 3, 4, 5, 6]  # step 4, logged before the interruption, once
 
 
 def test_bad_input_is_one_line(teacher_hotpotqa_file, tmp_path):
