@@ -83,11 +83,11 @@ def students(args) -> list[tuple[str, str, dict]]:
     return runs
 
 
-def train_student(cfg: DistillConfig) -> float:
-    """Train (or finish) one student; its wall seconds (a finished one returns at once)."""
-    begun = time.time()
+def train_student(cfg: DistillConfig) -> float | None:
+    """Train (or finish) one student; its training seconds over every attempt, as its checkpoint
+    records them (None for a checkpoint saved before they were recorded)."""
     train(cfg)
-    return time.time() - begun
+    return read_meta(Path(cfg.out) / "checkpoint").get("train_seconds")
 
 
 def normalized(text: str) -> str:
@@ -403,8 +403,9 @@ def main() -> None:
     else:
         seconds = [train_student(cfg) for cfg in configs]
     for (name, _, _), spent in zip(runs, seconds):
-        timings[f"train_{name}_s"] = spent
-        print(f"{name}: trained ({spent:.0f} s)", flush=True)
+        if spent is not None:
+            timings[f"train_{name}_s"] = spent
+        print(f"{name}: trained ({'time not recorded' if spent is None else f'{spent:.0f} s'})", flush=True)
 
     # --- 3. evaluation on held-out seeds, paired ---
     envs = [EnvSpec(args.env)] + [EnvSpec(*parse_call(text)) for text in args.eval_env]

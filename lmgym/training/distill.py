@@ -433,8 +433,11 @@ def train(cfg: DistillConfig) -> dict[str, float]:
             "dropped_for_length": dropped, "max_prompt_tokens": profile.max_prompt_tokens,
             "max_answer_tokens": max_answer, "react_prompt": prompt}
 
+    earlier = float(read_meta(checkpoint).get("train_seconds", 0.0)) if start_step else 0.0  # before an interruption
+
     def save(step: int) -> None:
-        save_checkpoint(checkpoint, student, tokenizer, {**meta, "step": step}, optimizer)
+        seconds = earlier + time.time() - started  # training time over every attempt, the last saved one's included
+        save_checkpoint(checkpoint, student, tokenizer, {**meta, "step": step, "train_seconds": seconds}, optimizer)
 
     # --- training loop ---
     metrics: dict[str, float] = {}

@@ -353,8 +353,11 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
             "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False, "max_new_tokens": cfg.max_answer_tokens}
             if episodes else None}
 
+    earlier = float(read_meta(checkpoint).get("train_seconds", 0.0)) if start_step else 0.0  # before an interruption
+
     def save(step: int) -> None:
-        save_checkpoint(checkpoint, model, tokenizer, {**meta, "step": step}, optimizer)
+        seconds = earlier + time.time() - started  # training time over every attempt, the last saved one's included
+        save_checkpoint(checkpoint, model, tokenizer, {**meta, "step": step, "train_seconds": seconds}, optimizer)
 
     # --- training loop ---
     metrics: dict[str, float] = {}

@@ -241,7 +241,9 @@ def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teache
     with interrupt_training(distill, 4):
         distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
     assert read_meta(tmp_path / "cut" / "checkpoint")["step"] == 3
+    before = read_meta(tmp_path / "cut" / "checkpoint")["train_seconds"]
     distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
+    assert read_meta(tmp_path / "cut" / "checkpoint")["train_seconds"] > before > 0  # both attempts' time
     resumed = load_checkpoint(tmp_path / "cut" / "checkpoint")[0].state_dict()
     assert all(torch.allclose(a[k], resumed[k], atol=1e-6) for k in a)
     logged = [[row["train/step"] for row in read_jsonl(tmp_path / run / "metrics.jsonl")] for run in ("a", "cut")]
