@@ -157,12 +157,18 @@ def decoding_stats(tokenizer, transcripts: list[dict]) -> dict:
 
 
 def plot(cells: list[dict], envs: list[str], path: Path) -> None:
-    """Per env (a column): success (top) and teacher-forced action token accuracy (bottom)
-    against student parameters, one line per method, the teacher's success dashed."""
+    """Per env (a column, at most four to a band): success (top) and teacher-forced action token
+    accuracy (bottom) against student parameters, one line per method, the teacher's success dashed."""
     plt = _pyplot()
-    figure, axes = plt.subplots(2, len(envs), figsize=(4.2 * len(envs), 7), squeeze=False)
-    for column, env in enumerate(envs):
-        top, bottom = axes[0][column], axes[1][column]
+    per_band = min(len(envs), 4)
+    bands = -(-len(envs) // per_band)
+    figure, axes = plt.subplots(2 * bands, per_band, figsize=(4.2 * per_band, 7 * bands), squeeze=False)
+    for unused in range(len(envs), bands * per_band):
+        axes[-2][unused % per_band].axis("off")
+        axes[-1][unused % per_band].axis("off")
+    for index, env in enumerate(envs):
+        band, column = divmod(index, per_band)
+        top, bottom = axes[2 * band][column], axes[2 * band + 1][column]
         for method in METHODS:
             here = sorted((c for c in cells if c["env"] == env and c["method"] == method and not c["ablation"]),
                           key=lambda c: c["parameters"])
@@ -175,7 +181,7 @@ def plot(cells: list[dict], envs: list[str], path: Path) -> None:
         teacher = next((c for c in cells if c["env"] == env and c["method"] == "teacher"), None)
         if teacher:
             top.axhline(teacher["success"], color="grey", linestyle="--", label=f"teacher ({teacher['parameters'] / 1e6:.2f}M)")
-        top.set(xscale="log", ylabel="success, 95% CI", title=env, ylim=(-0.02, 1.02))
+        top.set(xscale="log", ylabel="success, 95% CI", title=env.replace(" (", "\n("), ylim=(-0.02, 1.02))
         bottom.set(xscale="log", xlabel="student parameters", ylabel="action tokens = teacher's (teacher-forced)",
                    ylim=(-0.02, 1.02))
         top.legend(fontsize=7)
@@ -232,24 +238,33 @@ def table(cells: list[dict], tests: list[dict]) -> str:
 
 def combine(runs: list[str], out: Path) -> None:
     """One table and one plot from several runs of this script (one family each). An env distilled
-    from teachers of different sizes gets a column set per teacher, named by its size."""
+    from several teachers gets a column set per teacher, named by its size, and by its folder
+    where two teachers of the env have the same size."""
     summaries = []
     for run in runs:
         path = Path(run) / "summary.json"
         if not path.is_file():
             sys.exit(f"error: {path} not found (run benchmarks/distill.py --out {run} first)")
         summaries.append(json.loads(path.read_text()))
-    teacher_sizes = [{c["env"]: c["parameters"] for c in summary["cells"] if c["method"] == "teacher"}
-                     for summary in summaries]  # per run: env -> its teacher's parameters
+    teachers = [{c["env"]: (c["parameters"], Path(summary["options"]["teacher"]).name)
+                 for c in summary["cells"] if c["method"] == "teacher"}
+                for summary in summaries]  # per run: env -> its teacher (parameters, folder name)
     distinct = collections.defaultdict(set)
-    for sizes in teacher_sizes:
-        for env, parameters in sizes.items():
-            distinct[env].add(parameters)
+    for run_teachers in teachers:
+        for env, teacher in run_teachers.items():
+            distinct[env].add(teacher)
+
+    def column(env: str, teacher: tuple[int, str]) -> str:
+        if len(distinct[env]) == 1:
+            return env
+        parameters, name = teacher
+        shared = sum(size == parameters for size, _ in distinct[env]) > 1
+        return f"{env} ({parameters / 1e6:.1f}M teacher{f' {name}' if shared else ''})"
+
     cells, tests = [], []
-    for summary, sizes in zip(summaries, teacher_sizes):
+    for summary, run_teachers in zip(summaries, teachers):
         for row in summary["cells"] + summary["tests"]:
-            if len(distinct[row["env"]]) > 1:
-                row["env"] = f"{row['env']} ({sizes[row['env']] / 1e6:.1f}M teacher)"
+            row["env"] = column(row["env"], run_teachers[row["env"]])
         cells += summary["cells"]
         tests += summary["tests"]
     out.mkdir(parents=True, exist_ok=True)

@@ -308,6 +308,18 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
     assert both.returncode == 0, both.stderr[-3000:]
     header = (tmp_path / "both" / "table.md").read_text().splitlines()[0]
     assert f"| lmgym/HotPotQA-Gen-v0 ({teacher_size} teacher) a |" in header and "| lmgym/HotPotQA-Gen-v0 (11.0M teacher) a |" in header
+    # another teacher of the same size (another folder): named by its folder too, not merged
+    other = tmp_path / "other"
+    other.mkdir()
+    summary["options"]["teacher"] = "runs/teachers/another-teacher"
+    (other / "summary.json").write_text(json.dumps(summary))
+    three = subprocess.run([*script, "--combine", str(run), str(larger), str(other), "--out", str(tmp_path / "three")],
+                           capture_output=True, text=True, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert three.returncode == 0, three.stderr[-3000:]
+    header = (tmp_path / "three" / "table.md").read_text().splitlines()[0]
+    assert f"| lmgym/HotPotQA-Gen-v0 ({teacher_size} teacher) a |" in header
+    assert f"| lmgym/HotPotQA-Gen-v0 (11.0M teacher {TEACHER.name}) a |" in header
+    assert "| lmgym/HotPotQA-Gen-v0 (11.0M teacher another-teacher) a |" in header
     missing = subprocess.run([*script, "--combine", str(tmp_path / "nothing")], capture_output=True, text=True)
     assert missing.returncode != 0 and missing.stderr.strip().count("\n") == 0 and "not found" in missing.stderr
 
