@@ -4,6 +4,7 @@ Two primitives cover everything lmgym writes: a whole file replaced atomically (
 specs, checkpoints' metadata) and a JSON line appended so that a reader never sees half of it
 (rollouts, benchmark episodes). Both fsync, so a `kill -9` loses at most the line in flight.
 A folder written as a whole (a checkpoint, a run's adapters) is replaced through `atomic_folder`.
+A training log is cut back to the step its run resumes from by `rewind_log` (a rewrite of the whole file).
 Appenders hold an exclusive ``flock`` while they repair and write, so processes appending to
 one file never cut each other's lines.
 """
