@@ -224,17 +224,24 @@ class Turn:
 
 
 def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens: int) -> tuple[list[Turn], int]:
-    """One `Turn` per step of every rollout whose completion fits, and how many did not."""
-    turns, dropped = [], 0
+    """One `Turn` per step of every rollout, and how many were cut to `max_answer_tokens`.
+
+    A completion ends with EOS where it fits. One that does not is the teacher reaching its
+    generation budget (it ran on after its action, or its thought was long): the turn keeps its
+    first `max_answer_tokens` tokens and no EOS, what the teacher wrote and what a student
+    generating with the same budget can write. Dropping such turns instead removed 55% of a
+    WebShop teacher's turns, its longest ones (docs/distill.md)."""
+    turns, cut = [], 0
     for episode in episodes:
         for example in encode_episode(tokenizer, episode, profile, layout="mdlm"):
             answer = example.ids[example.answer_start:] + [tokenizer.eos_token_id]
+            roles = example.roles[example.answer_start:] + [ACT]
             if len(answer) > max_answer_tokens:
-                dropped += 1
-                continue
-            turns.append(Turn(example.ids[:example.answer_start][-profile.max_prompt_tokens:], answer,
-                              example.roles[example.answer_start:] + [ACT], len(episode.steps)))
-    return turns, dropped
+                answer, roles = answer[:max_answer_tokens], roles[:max_answer_tokens]
+                cut += 1
+            turns.append(Turn(example.ids[:example.answer_start][-profile.max_prompt_tokens:], answer, roles,
+                              len(episode.steps)))
+    return turns, cut
 
 
 def collate(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
@@ -364,7 +371,7 @@ class TeacherData(NamedTuple):
     prompt: dict  # the teacher's react_prompt (its meta): the student is prompted the same way
     max_answer: int
     turns: list[Turn]
-    dropped: int  # turns longer than max_answer
+    cut: int  # turns cut to max_answer (the teacher reached its budget)
 
 
 def load_teacher(cfg: DistillConfig) -> TeacherData:
@@ -378,10 +385,10 @@ def load_teacher(cfg: DistillConfig) -> TeacherData:
     records, episodes = load_data(cfg.data)
     if records or not episodes:
         raise InputError("--data must hold rollouts (Episode rows) of the teacher, not records")
-    turns, dropped = encode_turns(tokenizer, episodes, PromptProfile.from_meta(prompt), max_answer)
+    turns, cut = encode_turns(tokenizer, episodes, PromptProfile.from_meta(prompt), max_answer)
     if not turns:
-        raise InputError(f"no turn fits --max-answer-tokens {max_answer} ({dropped} dropped)")
-    return TeacherData(teacher, tokenizer, prompt, max_answer, turns, dropped)
+        raise InputError("--data holds no teacher turn (its episodes have no steps)")
+    return TeacherData(teacher, tokenizer, prompt, max_answer, turns, cut)
 
 
 def write_teacher_cache(cfg: DistillConfig) -> None:
@@ -398,7 +405,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     torch.set_num_threads(cfg.threads)
     out = Path(cfg.out)
     checkpoint = out / "checkpoint"
-    teacher, tokenizer, prompt, max_answer, turns, dropped = load_teacher(cfg)
+    teacher, tokenizer, prompt, max_answer, turns, cut = load_teacher(cfg)
     profile = PromptProfile.from_meta(prompt)
     pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
 
@@ -430,7 +437,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     meta = {"kind": "ar", "mask_token_id": None, "base_model": None, "train_config": asdict(cfg),
             "teacher": str(cfg.teacher), "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
             "parameters": sum(p.numel() for p in student.parameters()), "turns": len(turns),
-            "dropped_for_length": dropped, "max_prompt_tokens": profile.max_prompt_tokens,
+            "cut_at_budget": cut, "max_prompt_tokens": profile.max_prompt_tokens,
             "max_answer_tokens": max_answer, "react_prompt": prompt}
 
     earlier = float(read_meta(checkpoint).get("train_seconds", 0.0)) if start_step else 0.0  # before an interruption

@@ -111,8 +111,8 @@ def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_ho
 
     _, tokenizer, meta = load_checkpoint(TEACHER)
     episodes = list(read_episodes(teacher_hotpotqa_file))
-    turns, dropped = distill.encode_turns(tokenizer, episodes, PromptProfile(max_prompt_tokens=320), 104)
-    assert len(turns) + dropped == sum(len(e.steps) for e in episodes) and turns
+    turns, cut = distill.encode_turns(tokenizer, episodes, PromptProfile(max_prompt_tokens=320), 104)
+    assert len(turns) == sum(len(e.steps) for e in episodes) and cut == 0
     first = turns[0]
     assert first.answer[-1] == tokenizer.eos_token_id and first.roles[-1] == ACT
     assert REASON in first.roles and set(first.roles) <= {REASON, ACT}
@@ -123,6 +123,25 @@ def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_ho
     assert torch.equal(batch["answer"], batch["reason"] | batch["act"]) and not (batch["reason"] & batch["act"]).any()
 
 
+
+
+def test_a_turn_longer_than_the_budget_is_kept_cut_to_it_without_eos(teacher_hotpotqa_file):
+    """The teacher generating with a budget stops there, without EOS: its turn is what it wrote."""
+    from lmgym.agents.prompts import PromptProfile
+    from lmgym.rollouts import read_episodes
+
+    _, tokenizer, _ = load_checkpoint(TEACHER)
+    episodes = list(read_episodes(teacher_hotpotqa_file))
+    whole, _ = distill.encode_turns(tokenizer, episodes, PromptProfile(max_prompt_tokens=320), 104)
+    budget = 12
+    turns, cut = distill.encode_turns(tokenizer, episodes, PromptProfile(max_prompt_tokens=320), budget)
+    assert len(turns) == len(whole) and cut == sum(len(t.answer) > budget for t in whole) > 0
+    for short, full in zip(turns, whole):
+        if len(full.answer) > budget:
+            assert short.answer == full.answer[:budget] and short.answer[-1] != tokenizer.eos_token_id
+            assert short.roles == full.roles[:budget] and short.context == full.context
+        else:
+            assert short == full
 
 def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotqa_file):
     """kd and sad read the teacher from a cache built once; on any batch it must give the loss
