@@ -140,10 +140,10 @@ def train(cfg: AgenticSFTConfig) -> dict[str, float]:
     _, episodes = load_data(cfg.data)
     if not episodes:
         raise ValueError(f"no rollouts in {cfg.data}")
-    start_step = 0
+    start_step, earlier = 0, 0.0  # earlier: seconds trained before an interruption
     if cfg.resume and read_meta(checkpoint).get("step") is not None:
         model, tokenizer, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
-        start_step, base = meta["step"], meta.get("base_model")
+        start_step, base, earlier = meta["step"], meta.get("base_model"), meta.get("train_seconds", 0.0)
     else:
         model, tokenizer, base = build(model_config(cfg, layout), corpus_texts(episodes), cfg.device)
         model.train()
@@ -168,7 +168,7 @@ def train(cfg: AgenticSFTConfig) -> dict[str, float]:
     # --- training loop ---
     metrics: dict[str, float] = {}
     rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
-    started = time.time() - float(read_meta(checkpoint).get("train_seconds", 0.0) if start_step else 0.0)
+    started = time.time() - earlier
     bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
                disable=cfg.quiet or not sys.stderr.isatty(), desc="agentic sft")
     report_every = 0 if cfg.quiet or not bar.disable else max(cfg.steps // 10, 1)

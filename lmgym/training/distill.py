@@ -409,10 +409,10 @@ def train(cfg: DistillConfig) -> dict[str, float]:
     profile = PromptProfile.from_meta(prompt)
     pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
 
-    start_step = 0
+    start_step, earlier = 0, 0.0  # earlier: seconds trained before an interruption
     if cfg.resume and read_meta(checkpoint).get("step") is not None:
         student, _, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
-        start_step = meta["step"]
+        start_step, earlier = meta["step"], meta.get("train_seconds", 0.0)
     else:
         size = student_size(cfg, positions_for(profile.max_prompt_tokens, max_answer))
         student = build_model(llama_config(len(tokenizer), size, bidirectional=False, tokenizer=tokenizer), cfg.seed)
@@ -439,8 +439,6 @@ def train(cfg: DistillConfig) -> dict[str, float]:
             "parameters": sum(p.numel() for p in student.parameters()), "turns": len(turns),
             "cut_at_budget": cut, "max_prompt_tokens": profile.max_prompt_tokens,
             "max_answer_tokens": max_answer, "react_prompt": prompt}
-
-    earlier = float(read_meta(checkpoint).get("train_seconds", 0.0)) if start_step else 0.0  # before an interruption
 
     def save(step: int) -> None:
         seconds = earlier + time.time() - started  # training time over every attempt, the last saved one's included

@@ -329,10 +329,10 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     unknown = set(cfg.train_roles) - set(ROLE_NAMES)
     if unknown:
         raise ValueError(f"--train-roles {sorted(unknown)} unknown; choose from {ROLE_NAMES}")
-    start_step = 0
+    start_step, earlier = 0, 0.0  # earlier: seconds trained before an interruption
     if cfg.resume and read_meta(checkpoint).get("step") is not None:
         model, tokenizer, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
-        start_step, base = meta["step"], meta.get("base_model")
+        start_step, base, earlier = meta["step"], meta.get("base_model"), meta.get("train_seconds", 0.0)
     else:
         model, tokenizer, base = build(cfg, corpus_texts(records, episodes, cfg), cfg.device)
         model.train()
@@ -352,8 +352,6 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
             "pairs": len(examples), "dropped_for_length": dropped, "parameters": total, "trainable_parameters": trainable,
             "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False, "max_new_tokens": cfg.max_answer_tokens}
             if episodes else None}
-
-    earlier = float(read_meta(checkpoint).get("train_seconds", 0.0)) if start_step else 0.0  # before an interruption
 
     def save(step: int) -> None:
         seconds = earlier + time.time() - started  # training time over every attempt, the last saved one's included
