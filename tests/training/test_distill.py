@@ -123,8 +123,6 @@ def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_ho
     assert torch.equal(batch["answer"], batch["reason"] | batch["act"]) and not (batch["reason"] & batch["act"]).any()
 
 
-
-
 def test_a_turn_longer_than_the_budget_is_kept_cut_to_it_without_eos(teacher_hotpotqa_file):
     """The teacher generating with a budget stops there, without EOS: its turn is what it wrote."""
     from lmgym.agents.prompts import PromptProfile
@@ -142,6 +140,7 @@ def test_a_turn_longer_than_the_budget_is_kept_cut_to_it_without_eos(teacher_hot
             assert short.roles == full.roles[:budget] and short.context == full.context
         else:
             assert short == full
+
 
 def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotqa_file):
     """kd and sad read the teacher from a cache built once; on any batch it must give the loss
