@@ -1,6 +1,6 @@
 """The LLaDA reference sampler vs Fast-dLLM decoding on the tiny JSON-record MDLM.
 
-Model: the committed default of `lmgym.policies.record_generator` (trained by
+Model: the committed default of `lmgym.components.record_generator` (trained by
 ``examples/train_tiny_mdlm.py``), so the task is one it was trained for: write a JSON record
 for each PromptEdit task's fully specified prompt (every field hint and the format sentence,
 `lmgym.envs.promptedit.edits.specified_prompt`; stored beside the checkpoint, no data needed).
@@ -9,7 +9,7 @@ incomplete records, as a vague prompt gets (`training_pairs`).
 
 Samplers, all on the same model and prompts, answer length the checkpoint's (128) in blocks of 32:
 
-* ``reference``: `lmgym.policies.diffusion.generate` with one token per step (steps = 128), the
+* ``reference``: `lmgym.models.diffusion.generate` with one token per step (steps = 128), the
   usual quality setting of LLaDA;
 * ``threshold``: `fast_generate`, confidence threshold 0.9, no cache (Fast-dLLM's parallel
   decoding alone);
@@ -51,10 +51,10 @@ import time
 
 import torch
 
-from lmgym.policies.checkpoints import load_checkpoint
-from lmgym.policies.diffusion import fast_generate, generate
-from lmgym.policies.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE
-from lmgym.policies.tokenizer import decode_answer, prompt_ids
+from lmgym.models.checkpoints import load_checkpoint
+from lmgym.models.diffusion import fast_generate, generate
+from lmgym.components.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE
+from lmgym.models.tokenizer import decode_answer, prompt_ids
 
 BLOCK_LENGTH = 32
 THRESHOLD = 0.9

@@ -46,7 +46,6 @@ from pathlib import Path
 import torch
 
 import lmgym  # noqa: F401  (registers the envs)
-from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.agents.prompts import PromptProfile
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
@@ -55,8 +54,8 @@ from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.envs.registry import family_of
-from lmgym.policies.checkpoints import install_checkpoint, load_checkpoint, read_meta
-from lmgym.policies.generation import generate
+from lmgym.models.checkpoints import install_checkpoint, load_checkpoint, read_meta
+from lmgym.models.generation import generate
 from lmgym.rollouts import Episode, parse_completion
 from lmgym.training.distill import (METHODS, DistillConfig, at_completion, collate, completion_window, encode_turns,
                                     forward_kl, teacher_log_probs, train, write_teacher_cache)
@@ -64,7 +63,7 @@ from lmgym.training.transcripts import encode_episode
 
 TRAIN_SEEDS_FROM = 1_000_000
 #: Where ``--install`` puts each method's best student (committed: a few hundred KB each).
-DISTILL_CHECKPOINTS = REACT_CHECKPOINTS.parent / "distill"
+DISTILL_ZOO = "distill"
 ABLATIONS = {"sad-no-projection": {"projection": False}, "sad-no-curriculum": {"curriculum": False},
              "sad-reason-only": {"spans": "reason"}, "sad-act-only": {"spans": "act"}}
 
@@ -281,11 +280,11 @@ def step_seconds(quick: bool = True, repeats: int | None = None) -> dict:
     and their ratio. The turns come from the grounded teacher's episodes on 8 training seeds,
     the distributions from the installed HotPotQA teacher."""
     from lmgym.training.distill import student_size
-    from lmgym.policies.models import build_model, llama_config
+    from lmgym.models.networks import build_model, llama_config
     from lmgym.rollouts import Episode
 
     repeats = repeats or (3 if quick else 10)
-    teacher, tokenizer, meta = load_checkpoint(REACT_CHECKPOINTS / "hotpotqa-preact-ar", dtype=torch.float32)
+    teacher, tokenizer, meta = load_checkpoint("react/hotpotqa-preact-ar", dtype=torch.float32)
     profile = PromptProfile.from_meta(meta["react_prompt"])
     path = Path(tempfile.mkdtemp()) / "teacher.jsonl"
     record_rollouts("lmgym/HotPotQA-Gen-v0", make_agent("teacher"), range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + 8), path,
@@ -321,7 +320,7 @@ def bf16_step_seconds(hidden_size: int = 384, num_layers: int = 6, repeats: int 
     Llama (default: the 11M HotPotQA teacher's shape) on 16 random 300-token rows, in float32
     and under bfloat16 autocast (`--bf16`), alternated; seconds per step and their ratio. The
     ratio depends on the CPU: bf16 matrix units (avx512_bf16, AMX) make autocast faster."""
-    from lmgym.policies.models import TinyConfig, build_model, llama_config
+    from lmgym.models.networks import TinyConfig, build_model, llama_config
     from lmgym.training.lm import ar_loss
 
     size = TinyConfig(hidden_size=hidden_size, num_layers=num_layers, num_heads=4, num_kv_heads=2,
@@ -365,7 +364,7 @@ def run(quick: bool = True) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="lmgym/HotPotQA-Gen-v0", help="env the teacher plays for data and everyone is evaluated on")
-    parser.add_argument("--teacher", default=str(REACT_CHECKPOINTS / "hotpotqa-preact-ar"), help="teacher checkpoint folder")
+    parser.add_argument("--teacher", default="react/hotpotqa-preact-ar", help="teacher checkpoint folder")
     parser.add_argument("--out", default="runs/distill/hotpotqa")
     parser.add_argument("--teacher-episodes", type=int, default=600, help="teacher episodes on training seeds (the data)")
     parser.add_argument("--size", action="append", default=None, help="student size name:hidden:layers (repeat; default small:40:2, tiny:16:2)")
@@ -383,7 +382,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="students trained at once, one process and one thread each "
                         "(the stages that run alone use max(jobs, workers) threads)")
     parser.add_argument("--install", action="store_true",
-                        help=f"copy each method's best student on --env, in half precision, to {DISTILL_CHECKPOINTS}/<family>-<method>")
+                        help=f"copy each method's best student on --env, in half precision, to the zoo as {DISTILL_ZOO}/<family>-<method>")
     parser.add_argument("--combine", nargs="+", metavar="RUN", default=None,
                         help="only write --out's table.md and success_vs_size.png from these finished runs' summary.json")
     args = parser.parse_args()
@@ -486,7 +485,7 @@ def main() -> None:
         for method in args.methods:
             best = max((c for c in cells if c["env"] == envs[0].name and c["method"] == method and not c["ablation"]),
                        key=lambda c: (c["success"], c["act_token_accuracy"]))  # ties: the closer fit
-            target = install_checkpoint(folders[best["name"]], DISTILL_CHECKPOINTS / f"{family_of(args.env).lower()}-{method}", meta={
+            target = install_checkpoint(folders[best["name"]], f"{DISTILL_ZOO}/{family_of(args.env).lower()}-{method}", meta={
                 "recipe": shlex.join(["python", "benchmarks/distill.py", *sys.argv[1:]]), "student": best["name"],
                 "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (best["name"], "teacher")}})
             print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")

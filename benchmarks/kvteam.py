@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import statistics
 import sys
@@ -43,7 +42,7 @@ from lmgym.agents.runner import agent_seed
 from lmgym.benchmarks.report import _pyplot, mcnemar_exact, mean_interval, wilson_interval
 from lmgym.envs.registry import family_of
 from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
-from lmgym.policies.checkpoints import read_meta
+from lmgym.models.checkpoints import read_meta
 
 SC_TEMPERATURE = 0.7
 NO_TRACE = "-notrace"

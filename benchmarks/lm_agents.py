@@ -5,7 +5,7 @@ this process (so the ratios compare runs under the same machine load):
 
 * ``B=1, no cache``: one episode at a time, every prompt encoded afresh;
 * ``B=1, cache``: one at a time, each episode's KV cache kept across its turns
-  (`lmgym.policies.backends.hf`);
+  (`lmgym.models.backends.hf`);
 * ``B=8, cache``: eight episodes in lockstep (`lmgym.agents.runner.run_episodes`), one batched
   model call per step.
 
@@ -14,7 +14,7 @@ and the ratios (batching speed-up = B=8 over B=1 episodes/min, both cached; cach
 cached over uncached at B=1). Greedy decoding; the episodes' actions are compared across the
 three runs (a difference would mean batching or caching changed a decision).
 
-Models: the tiny ReAct models trained here (``lmgym/policies/checkpoints/react/<family>-ar``,
+Models: the tiny ReAct models trained here (``zoo/react/<family>-ar``,
 `examples/train_tiny_react.py`) and, unless ``--quick``, SmolLM2-135M-Instruct few-shot.
 
 Run: ``python benchmarks/lm_agents.py`` (full) or ``--quick`` (tiny models, few episodes).

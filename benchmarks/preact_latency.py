@@ -43,7 +43,6 @@ from pathlib import Path
 import numpy as np
 
 import lmgym  # noqa: F401
-from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.agents.preact import DEFAULT_CHECKPOINT
 from lmgym.benchmarks.report import _pyplot, mean_interval, wilson_interval
 from lmgym.benchmarks.runner import read_rows, run_benchmark
@@ -58,7 +57,7 @@ AGENT_ORDER = ("preact", "dllm-react", "tiny-ar", "smollm2", "teacher")
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--out", default="runs/preact/bench")
 parser.add_argument("--model", default=str(DEFAULT_CHECKPOINT), help="the P-ReAct diffusion folder")
-parser.add_argument("--ar-model", default=str(REACT_CHECKPOINTS / "hotpotqa-preact-ar"), help="the AR baseline folder")
+parser.add_argument("--ar-model", default="react/hotpotqa-preact-ar", help="the AR baseline folder")
 parser.add_argument("--episodes", type=int, default=100, help="questions per env at latency 0")
 parser.add_argument("--latency-episodes", type=int, default=30, help="questions per env at each latency > 0")
 parser.add_argument("--latencies", type=float, nargs="+", default=[0.1, 0.5, 2.0])
@@ -218,7 +217,7 @@ def smollm2_cells(args: argparse.Namespace, envs) -> list[dict]:
         rows, folder = run_at(args, envs, 0.0, args.smollm2_episodes,
                               [AgentSpec("smollm2", "lm", kwargs | {"backend_kwargs": {"threads": 1}})], "latency-0-smollm2")
         return cells(rows, folder, 0.0)
-    from lmgym.policies.backends.llama_server import llama_cpp_server
+    from lmgym.models.backends.llama_server import llama_cpp_server
 
     with llama_cpp_server(n_ctx=4096, n_threads=1, port=args.smollm2_port) as base_url:
         agent = AgentSpec("smollm2", "lm", kwargs | {"base_url": base_url, "max_prompt_tokens": 3072})

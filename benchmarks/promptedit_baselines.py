@@ -15,7 +15,7 @@ calls. The machine is shared: absolute seconds move with its load; the generate/
 is the figure to compare.
 
 The generator is the env's default, the frozen tiny masked-diffusion LM
-(`lmgym.policies.record_generator.DiffusionRecordGenerator`), unless ``--generator
+(`lmgym.components.record_generator.DiffusionRecordGenerator`), unless ``--generator
 module:attribute`` names another (called with the JSON ``--generator-kwargs``), e.g. the
 rule-based stand-in ``lmgym.envs.promptedit.generators:RuleBasedGenerator``.
 

@@ -47,7 +47,7 @@ BATCH = 16
 
 
 def default_generators() -> dict[str, str]:
-    from lmgym.policies.record_generator import AR_CHECKPOINT, DEFAULT_CHECKPOINT
+    from lmgym.components.record_generator import AR_CHECKPOINT, DEFAULT_CHECKPOINT
 
     return {"diffusion": str(DEFAULT_CHECKPOINT), "ar": str(AR_CHECKPOINT), "rules": "rules"}
 
@@ -71,7 +71,7 @@ def smollm2_prompts(tasks: list[str], path: Path) -> dict[str, str]:
     stored = json.loads(path.read_text()) if path.exists() else {}
     missing = [t for t in tasks if t not in stored]
     if missing:
-        from lmgym.policies.backends import SamplingParams, make_text_backend
+        from lmgym.models.backends import SamplingParams, make_text_backend
 
         backend = make_text_backend("hf", model="smollm2", threads=1)
         for name in missing:
@@ -87,7 +87,7 @@ def smollm2_prompts(tasks: list[str], path: Path) -> dict[str, str]:
 def make_generator(name: str, folder: str, task: SchemaTask):
     if folder == "rules":
         return RuleBasedGenerator(task)
-    from lmgym.policies.record_generator import RecordGenerator
+    from lmgym.components.record_generator import RecordGenerator
 
     return RecordGenerator(folder, threads=1)
 

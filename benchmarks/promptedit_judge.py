@@ -15,7 +15,7 @@ by the env's generator (a new seed each round, so the batch's embeddings are not
   embedder, building its judge cluster (embedding the references).
 
 Medians over the rounds. With ``--minilm`` (and not quick) the same is measured with the
-all-MiniLM-L6-v2 embedder (`lmgym.policies.embeddings.MiniLMEmbedder`) on one task. The
+all-MiniLM-L6-v2 embedder (`lmgym.components.embeddings.MiniLMEmbedder`) on one task. The
 machine is shared: absolute seconds move with its load; ratios move much less.
 
 Run: ``python benchmarks/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
@@ -86,7 +86,7 @@ def measure_lm_judge(task: str, seeds: range) -> dict:
     """
     import torch
 
-    from lmgym.policies.lm_judge import LMRubricJudge
+    from lmgym.components.lm_judge import LMRubricJudge
 
     torch.set_num_threads(1)
     lm_judge, load_s = _timed(LMRubricJudge)
@@ -167,7 +167,7 @@ def run(quick: bool, minilm: bool = False) -> dict:
     if minilm and not quick and "SelfInstruct" in tasks:
         import torch
 
-        from lmgym.policies.embeddings import MiniLMEmbedder
+        from lmgym.components.embeddings import MiniLMEmbedder
 
         torch.set_num_threads(1)
         result["minilm_SelfInstruct"] = measure_task("SelfInstruct", rounds, MiniLMEmbedder())

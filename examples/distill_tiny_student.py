@@ -26,7 +26,6 @@ from pathlib import Path
 import torch
 
 import lmgym  # noqa: F401  (registers the envs)
-from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
 from lmgym.benchmarks.runner import run_benchmark
@@ -35,7 +34,7 @@ from lmgym.training.distill import METHODS, DistillConfig, train
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--env", default="lmgym/HotPotQA-Gen-v0")
-parser.add_argument("--teacher", default=str(REACT_CHECKPOINTS / "hotpotqa-preact-ar"))
+parser.add_argument("--teacher", default="react/hotpotqa-preact-ar")
 parser.add_argument("--out", default="runs/distill/example")
 parser.add_argument("--method", default="sad", choices=METHODS)
 parser.add_argument("--teacher-episodes", type=int, default=200)

@@ -23,7 +23,7 @@ import gymnasium as gym
 import lmgym  # noqa: F401
 from lmgym.agents.lm import LMAgent
 from lmgym.agents.runner import run_episodes
-from lmgym.policies.backends.llama_server import llama_cpp_server
+from lmgym.models.backends.llama_server import llama_cpp_server
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--env-id", default="lmgym/KeyDoor-v0")

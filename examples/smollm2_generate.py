@@ -17,8 +17,8 @@ import time
 import torch
 from transformers import DynamicCache
 
-from lmgym.policies.generation import extend, fork_cache, generate_ids, generate_text
-from lmgym.policies.models import load_smollm2
+from lmgym.models.generation import extend, fork_cache, generate_ids, generate_text
+from lmgym.models.networks import load_smollm2
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--max-new-tokens", type=int, default=40)

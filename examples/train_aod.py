@@ -5,7 +5,7 @@ policy gradient (``aod-editor``).
 Each run is ``lmgym train ppo lmgym/PromptEdit-<Task>-v0`` (`lmgym.training.ppo`): episodes of
 T = 8 edits on training seeds (``--seed 1_000_000``: env i of the run resets with seeds from
 1_000_000 + i on), the env's text as token ids read by the DRRN-style slot scorer
-(`lmgym.policies.sb3`), the frozen generator writing ``--batch-size`` records per edit. The
+(`lmgym.components.sb3`), the frozen generator writing ``--batch-size`` records per edit. The
 scalar variant sets ``show_feedback=False``: the same observation without the feedback lines.
 By default 640 edits in 2 envs (80 episodes), a PPO update every 16 steps of each (20 updates of
 10 epochs at learning rate 3e-3): with 2-4 updates at 1e-3 the policy had not moved from its
@@ -14,14 +14,14 @@ initial scores (approximate KL ~1e-4, docs/aod.md).
     python examples/train_aod.py --out runs/aod --install
     python examples/train_aod.py --tasks SuperNI --variants ppo --steps 256
     python examples/train_aod.py --out runs/aod_ar --variants ppo --tag ar --install \
-        --generator lmgym.policies.record_generator:AutoregressiveRecordGenerator
+        --generator lmgym.components.record_generator:AutoregressiveRecordGenerator
 
 ``--install`` copies each ``model.zip`` and ``encoder.json`` to
-``lmgym/policies/checkpoints/aod/<variant>-<Task>/`` (``<variant>-<tag>-<Task>`` with ``--tag``),
+``zoo/aod/<variant>-<Task>/`` (``<variant>-<tag>-<Task>`` with ``--tag``),
 where `lmgym.agents.aod` finds them (``aod-ppo(path=ppo-ar-{task})`` for a tagged one).
 ``--pg-iterations N`` then trains the tiny editor (examples/train_aod_editor.py) for N
 iterations of `lmgym.training.pg` on training seeds, all tasks in turn; ``--install`` writes it
-to ``lmgym/policies/checkpoints/aod_editor_pg`` (the editor named ``tiny-pg``).
+to ``zoo/aod_editor_pg`` (the editor named ``tiny-pg``).
 
 Smoke test: --out {tmp}/aod --tasks SuperNI --variants scalar --steps 8 --n-steps 8 --num-envs 1 --pg-iterations 1 --pg-group 2 --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
 Needs data: super_natural_instructions
@@ -30,15 +30,18 @@ Needs data: super_natural_instructions
 import argparse
 import json
 from dataclasses import asdict
+import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 
-from lmgym.agents.aod import POLICY_CHECKPOINTS
+from lmgym.agents.aod import POLICY_ZOO
 from lmgym.agents.prompt_search.editor import EDITORS
 from lmgym.agents.ppo_agent import ENCODER_FILE
 from lmgym.envs.promptedit.tasks import LOADERS
-from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.models import zoo
+from lmgym.models.checkpoints import install_checkpoint
 from lmgym.training.pg import PGConfig
 from lmgym.training.pg import train as train_pg
 from lmgym.training.ppo import PPOConfig, train
@@ -59,7 +62,7 @@ parser.add_argument("--max-tokens", type=int, default=256, help="observation tok
 parser.add_argument("--generator", default=None, help="generator entry point (default: the env's, the frozen MDLM)")
 parser.add_argument("--pg-iterations", type=int, default=0, help="policy-gradient iterations of the editor (0: none)")
 parser.add_argument("--pg-group", type=int, default=4, help="edits sampled per state")
-parser.add_argument("--install", action="store_true", help=f"copy the policies under {POLICY_CHECKPOINTS}")
+parser.add_argument("--install", action="store_true", help=f"install the policies in the zoo under {POLICY_ZOO}/")
 parser.add_argument("--tag", default="", help="name the policies <variant>-<tag>-<Task> (e.g. ar with an AR --generator)")
 args = parser.parse_args()
 
@@ -99,11 +102,13 @@ for task in args.tasks:
         print(f"{name}: {result['timesteps']} steps, {result['training_episodes']} episodes, "
               f"{time.perf_counter() - start:.0f} s -> {out}", flush=True)
         if args.install:
-            target = POLICY_CHECKPOINTS / name
-            target.mkdir(parents=True, exist_ok=True)
-            for file in (ENCODER_FILE, "learning_curve.csv", "config.json"):
-                shutil.copy2(out / file, target / file)
-            without_optimizer_state(out / "model.zip", target / "model.zip")
+            def write(target: Path) -> None:
+                for file in (ENCODER_FILE, "learning_curve.csv", "config.json"):
+                    shutil.copy2(out / file, target / file)
+                without_optimizer_state(out / "model.zip", target / "model.zip")
+
+            zoo.install(f"{POLICY_ZOO}/{name}", write, command=shlex.join(["python", *sys.argv]),
+                        data=f"lmgym/PromptEdit-{task}-v0 training seeds from {TRAIN_SEEDS_FROM}")
 
 if args.pg_iterations:
     out = Path(args.out) / "editor-pg"
@@ -115,4 +120,5 @@ if args.pg_iterations:
     print(f"editor-pg: {row} in {time.perf_counter() - start:.0f} s -> {out}", flush=True)
     if args.install:
         meta = {"pg_config": {**row_config, "editor": "tiny"}}  # no local paths in an installed meta
-        install_checkpoint(out / "checkpoint", EDITORS["tiny-pg"], half=False, meta=meta)
+        install_checkpoint(out / "checkpoint", EDITORS["tiny-pg"], half=False, meta=meta,
+                           data=f"PromptEdit tasks {args.tasks}, training seeds from {TRAIN_SEEDS_FROM}")

@@ -13,7 +13,7 @@
 
     python examples/train_aod_editor.py --out runs/aod_editor --install
 
-``--install`` writes it in half precision to ``lmgym/policies/checkpoints/aod_editor``, the
+``--install`` writes it in half precision to ``zoo/aod_editor``, the
 default editor of `lmgym.agents.prompt_search` (`DEFAULT_EDITOR`).
 
 Smoke test: --out {tmp}/editor --per-task 8 --steps 3 --hidden-size 32
@@ -35,7 +35,7 @@ from lmgym.envs.promptedit.generators import RuleBasedGenerator
 from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.tasks import LOADERS, load_task
 from lmgym.io import atomic_write_text
-from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.models.checkpoints import install_checkpoint
 from lmgym.training.lm import LMTrainConfig, train
 
 TRAIN_SEEDS_FROM = 1_000_000

@@ -15,7 +15,7 @@ learned on the twin). Stages (``--stages`` picks some, in this order):
    frozen backbone, with gradients stopped at the trace and flowing into the upstream agents'
    LoRA (`lmgym.training.kvteam_sft`), on other training seeds.
 4. ``install``: the backbone (float32) and both adapters under
-   ``lmgym/policies/checkpoints/kvteam/`` as ``arith-ar`` and ``arith-diffmas-{stop,flow}`` (or
+   ``zoo/kvteam/`` as ``arith-ar`` and ``arith-diffmas-{stop,flow}`` (or
    ``hotpotqa-distractor-ar``, ``hotpotqa-distractor-diffmas-...``)
    (what `benchmarks/kvteam.py` loads). ``--gradients`` picks the adapters trained and installed.
 
@@ -29,7 +29,9 @@ Smoke test: --out {tmp}/kvteam --problems 40 --sft-problems 10 --backbone-steps 
 
 import argparse
 import json
+import shlex
 import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +41,8 @@ from lmgym.agents.base import ExpertAgent
 from lmgym.agents.kvteam import INSTALLED, UPSTREAM_ROLES, role_message
 from lmgym.agents.runner import record_rollouts
 from lmgym.io import atomic_write_json
-from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.models import zoo
+from lmgym.models.checkpoints import install_checkpoint
 from lmgym.rollouts import read_episodes
 from lmgym.training import kvteam_sft
 from lmgym.training.lm import LMTrainConfig, train as train_lm
@@ -127,14 +130,17 @@ if "sft" in stages:
 # --- 4. install -------------------------------------------------------------------------------
 if "install" in stages:
     # float32 (3-4 MB): the adapters were trained over exactly these weights
-    backbone = install_checkpoint(out / "backbone" / "checkpoint", INSTALLED / f"{task.name}-ar", half=False)
+    command, data = shlex.join(["python", *sys.argv]), f"{task.name} training examples (seeds from 1,000,000)"
+    backbone = install_checkpoint(out / "backbone" / "checkpoint", f"{INSTALLED}/{task.name}-ar", half=False,
+                                  command=command, data=data)
     for gradient in args.gradients:
-        target = INSTALLED / f"{task.name}-diffmas-{gradient}"
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target)
-        (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
-        meta = json.loads((target / "lmgym.json").read_text())
-        meta["kvteam"]["backbone"] = f"{task.name}-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
-        meta["train_config"] = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out", "backbone")}
-        atomic_write_json(target / "lmgym.json", meta)
-    print(f"installed {backbone} and the adapters in {INSTALLED}")
+        def write(target: Path, gradient: str = gradient) -> None:
+            shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target, dirs_exist_ok=True)
+            (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
+            meta = json.loads((target / "lmgym.json").read_text())
+            meta["kvteam"]["backbone"] = f"{task.name}-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)
+            meta["train_config"] = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out", "backbone")}
+            atomic_write_json(target / "lmgym.json", meta)
+
+        zoo.install(f"{INSTALLED}/{task.name}-diffmas-{gradient}", write, command=command, data=data)
+    print(f"installed {backbone} and the adapters in {zoo.root() / INSTALLED}")

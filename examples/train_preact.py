@@ -14,7 +14,7 @@ Stages (each resumable; ``--stages`` picks some, in this order):
 5. ``vrpo``: Agentic VRPO on the SFT model's own sampled rollouts of other training seeds
    (`lmgym.training.vrpo`).
 6. ``install``: the half-precision folders the agents load by default:
-   ``lmgym/policies/checkpoints/react/hotpotqa-preact`` (the VRPO model, or the SFT model
+   ``zoo/react/hotpotqa-preact`` (the VRPO model, or the SFT model
    without the vrpo stage) and ``hotpotqa-preact-ar``.
 
     python examples/train_preact.py --out runs/preact --install
@@ -35,7 +35,7 @@ import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.preact import DEFAULT_CHECKPOINT
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
-from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.models.checkpoints import install_checkpoint
 from lmgym.rollouts import read_episodes
 from lmgym.training import agentic_sft, vrpo
 from lmgym.training.lm import LMTrainConfig, train as train_lm
@@ -80,7 +80,7 @@ if "data" in args.stages:
         print(f"teacher on {env_id}: {counts}", flush=True)
 
 if "tokenizer" in args.stages and not (tokenizer_dir / "tokenizer.json").exists():
-    from lmgym.policies.tokenizer import train_bpe_tokenizer
+    from lmgym.models.tokenizer import train_bpe_tokenizer
 
     tokenizer = train_bpe_tokenizer(agentic_sft.corpus_texts(list(read_episodes(teacher_file))), vocab_size=1024)
     tokenizer.save_pretrained(tokenizer_dir)
@@ -105,9 +105,9 @@ if "vrpo" in args.stages:
 if "install" in args.stages and args.install:
     recipe = f"python examples/train_preact.py --out {args.out} --install"
     best = out / "vrpo" / "checkpoint" if (out / "vrpo" / "checkpoint").exists() else out / "sft" / "checkpoint"
-    install_checkpoint(best, DEFAULT_CHECKPOINT, meta={"recipe": recipe})
-    install_checkpoint(out / "ar" / "checkpoint", DEFAULT_CHECKPOINT.with_name("hotpotqa-preact-ar"),
-                       meta={"recipe": recipe})
+    data = "HotPotQA-Gen training seeds (teacher episodes)"
+    install_checkpoint(best, DEFAULT_CHECKPOINT, meta={"recipe": recipe}, data=data)
+    install_checkpoint(out / "ar" / "checkpoint", "react/hotpotqa-preact-ar", meta={"recipe": recipe}, data=data)
     print(f"installed {best} -> {DEFAULT_CHECKPOINT}", flush=True)
 
 print(json.dumps({"stages": args.stages, "seconds": round(time.time() - started, 1)}), flush=True)

@@ -9,7 +9,7 @@ LLaDA's SFT objective), then asks the trained model for records with each task's
 prompt and its fully specified prompt in train and in held-out phrasings, and measures how
 many parse as JSON, pass the schema, and pass the judge (TSR); `benchmarks/promptedit_generator.py`
 measures the same with 64 samples and intervals. ``--install`` swaps the checkpoint in where
-`lmgym.policies.record_generator` looks for its default (the recipe of the committed model).
+`lmgym.components.record_generator` looks for its default (the recipe of the committed model).
 Records are compacted first (`compact_record`: strings cut to 5 words, lists to 2 items, still
 schema-valid and passing the task's semantic checks) so they fit the 128-token answer window.
 
@@ -41,9 +41,10 @@ from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.phrasings import specified_prompt_in
 from lmgym.envs.promptedit.tasks import load_task
-from lmgym.io import append_jsonl, atomic_folder, atomic_write_text
-from lmgym.policies.checkpoints import install_checkpoint
-from lmgym.policies.record_generator import (
+from lmgym.io import append_jsonl, atomic_write_text
+from lmgym.models import zoo
+from lmgym.models.checkpoints import install_checkpoint
+from lmgym.components.record_generator import (
     AR_CHECKPOINT,
     BLOCK_LENGTH,
     DEFAULT_CHECKPOINT,
@@ -152,11 +153,12 @@ if args.install:
     recipe = ("LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --out runs/json_mdlm --install"
               if args.objective == "mdlm" else
               "LMGYM_DATA=/path/to/data python examples/train_tiny_mdlm.py --objective ar --out runs/json_ar --install")
-    with atomic_folder(target) as staging:
-        install_checkpoint(out / "checkpoint", staging, meta={
-            "ar_warm_start_steps": args.ar_steps if args.objective == "mdlm" else None, "recipe": recipe,
-            "samples": {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
-                        for row in rows}})
-        # the prompts benchmarks/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
-        (staging / EVAL_PROMPTS_FILE).write_text(json.dumps(prompts, indent=2) + "\n")
-    print(f"installed {target}")
+    data = "PromptEdit-JSON training prompts (TruthfulQA, Self-Instruct, SuperNI, MultiWOZ under LMGYM_DATA)"
+    folder = install_checkpoint(out / "checkpoint", target, command=recipe, data=data, meta={
+        "ar_warm_start_steps": args.ar_steps if args.objective == "mdlm" else None, "recipe": recipe,
+        "samples": {f"{row['task']}/{row['prompt']}": {k: row[k] for k in ("samples", "json_valid", "schema_valid", "tsr")}
+                    for row in rows}})
+    # the prompts studies/diffusion_sampler.py decodes, so it runs without LMGYM_DATA
+    atomic_write_text(folder / EVAL_PROMPTS_FILE, json.dumps(prompts, indent=2) + "\n")
+    zoo.record(target, command=recipe, data=data)
+    print(f"installed {folder}")

@@ -15,7 +15,7 @@
     python examples/train_tiny_react.py --env lmgym/ALFWorld-Gen-v0 --out runs/react/alfworld \\
         --eval-env "lmgym/ALFWorld-v0(split=valid_unseen)" --install
 
-``--install`` writes both models in half precision to ``lmgym/policies/checkpoints/react/``
+``--install`` writes both models in half precision to ``zoo/react/``
 (``<family>-ar``, ``<family>-mdlm``), the folders `LMAgent(model=...)` and the README use.
 
 Smoke test: --env lmgym/KeyDoor-v0 --teacher expert --out {tmp}/react --episodes 4 --ar-steps 3 --mdlm-steps 3 --eval-episodes 1 --hidden-size 32 --max-eval-steps 2
@@ -36,8 +36,7 @@ from lmgym.benchmarks.runner import run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.benchmarks.suites import probe
 from lmgym.envs.registry import family_of
-from lmgym.agents.lm import REACT_CHECKPOINTS
-from lmgym.policies.checkpoints import install_checkpoint
+from lmgym.models.checkpoints import install_checkpoint
 from lmgym.training.lm import LMTrainConfig, train
 
 TRAIN_SEEDS_FROM = 1_000_000
@@ -69,7 +68,7 @@ parser.add_argument("--batch", type=int, default=8, help="episodes each LM agent
 parser.add_argument("--threads", type=int, default=1)
 parser.add_argument("--save-every", type=int, default=250, help="checkpoint every N steps; a rerun of the same command resumes from the last one")
 parser.add_argument("--bf16", action="store_true", help="bfloat16 autocast of the training forward passes (weights stay float32)")
-parser.add_argument("--install", action="store_true", help=f"copy the models in half precision to {REACT_CHECKPOINTS}")
+parser.add_argument("--install", action="store_true", help="install the models in half precision in the zoo as react/<family>-<kind>")
 args = parser.parse_args()
 if args.install and not args.eval_episodes:
     parser.error("--install records the evaluation beside the model: it needs --eval-episodes > 0")
@@ -127,7 +126,8 @@ print(f"total {time.time() - started:.0f} s")
 
 if args.install:
     for kind in kinds:
-        target = install_checkpoint(out / kind / "checkpoint", REACT_CHECKPOINTS / f"{args.name or family}-{kind}", meta={
+        target = install_checkpoint(out / kind / "checkpoint", f"react/{args.name or family}-{kind}",
+                                    data=f"{args.env} training seeds from 1,000,000 (teacher episodes)", meta={
             "recipe": shlex.join(["python", "examples/train_tiny_react.py", *sys.argv[1:]]),
             "eval": {f"{c['env']}/{c['agent']}": c["success_rate"] for c in summary["cells"]}})
         print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.1f} MB)")

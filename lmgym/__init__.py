@@ -2,7 +2,7 @@
 
 ``import lmgym`` registers every environment id, so ``gymnasium.make("lmgym/KeyDoor-v0")``
 works. Layers import only downward:
-envs <- policies <- agents <- training <- benchmarks <- cli (base modules `io`, `data`,
+envs <- models <- components <- agents <- training <- benchmarks <- cli (base modules `io`, `data`,
 `rollouts` sit below all of them).
 """
 

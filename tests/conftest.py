@@ -13,13 +13,13 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def _tiny_models():
-    """tests/policies/policies_tiny_models.py, the helpers that build tiny model folders."""
+    """tests/models/tiny_models.py, the helpers that build tiny model folders."""
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "policies"))
-    import policies_tiny_models
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "models"))
+    import tiny_models
 
-    return policies_tiny_models
+    return tiny_models
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
-"""Imports only go downward: base <- envs <- policies <- agents <- training <- benchmarks <- cli.
+"""Imports only go downward: base <- envs <- models <- components <- agents <- training <- benchmarks <- cli.
 
 Every import statement in the package counts, including those inside functions, so a lazy
 upward import fails as well. lmgym.envs also never imports torch or transformers: the envs
-work without them.
+work without them; lmgym.models imports no env (a language model knows no task). No package
+file runs a script of the repository by path (examples/, studies/): the package works installed.
 """
 
 import ast
@@ -15,11 +16,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lmgym"
 LAYERS = {
     "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0,
     "lmgym.envs": 1,
-    "lmgym.policies": 2,
+    "lmgym.models": 2,
     "lmgym.agents": 3, "lmgym.testing": 3,
-    "lmgym.training": 4,
-    "lmgym.benchmarks": 5,
-    "lmgym.cli": 6, "lmgym.__main__": 6, "lmgym.play": 6,
+    "lmgym.training": 5,
+    "lmgym.integrations": 5,
+    "lmgym.benchmarks": 6,
+    "lmgym.cli": 7, "lmgym.__main__": 7, "lmgym.play": 7,
 }
 NEURAL = ("torch", "transformers", "peft", "accelerate", "stable_baselines3", "sb3_contrib")
 
@@ -71,3 +73,45 @@ def test_the_walker_catches_an_upward_import(tmp_path):
     bad.write_text("def f():\n    from lmgym.training import ppo\n")
     assert "lmgym.training" in imports_of(bad)
     assert layer_of("lmgym.training.ppo") > layer_of("lmgym.envs.core")
+
+
+#: The folders of the repository that hold scripts, not package code.
+SCRIPT_FOLDERS = ("examples", "studies", "benchmarks")
+#: Loading a module from a file path is allowed only here, and why.
+LOADS_FILES = {"lmgym.envs.alfworld.gen.scenes": "reads the installed alfworld package's own scene tables"}
+
+
+def script_paths_run(path: Path) -> list[str]:
+    """What `path` does that runs a file by path: runpy, or a file-spec loader, or a path built
+    from a script folder's name (``root / "studies"``, ``"examples/x.py"``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = [m for m in imports_of(path) if m.split(".")[0] == "runpy"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location" \
+                and module_name(path) not in LOADS_FILES:
+            found.append("spec_from_file_location")
+        operands = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else \
+            node.args if isinstance(node, ast.Call) else []
+        for operand in operands:
+            if isinstance(operand, ast.Constant) and isinstance(operand.value, str) and \
+                    operand.value.split("/")[0] in SCRIPT_FOLDERS:
+                found.append(repr(operand.value))
+    return found
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_package_file_runs_a_script_by_path(path):
+    assert not script_paths_run(path), f"{module_name(path)} runs repository scripts by path: {script_paths_run(path)}"
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if module_name(p).startswith("lmgym.models")],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_models_import_no_envs(path):
+    envs = [m for m in imports_of(path) if m.startswith(("lmgym.envs", "lmgym.components"))]
+    assert not envs, f"{module_name(path)} imports {envs}; a language model knows no env"
+
+
+def test_the_script_check_catches_a_path_to_a_study(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import runpy\nfrom pathlib import Path\nrunpy.run_path(str(Path('.') / 'studies' / 'x.py'))\n")
+    assert script_paths_run(bad) == ["runpy", "'studies'"]

@@ -10,7 +10,7 @@ calls is spent; the best judged prompt is submitted. Two optimisers:
 * `AoDPolicy` (``aod-ppo``): a MaskablePPO policy over the edit library, trained on training
   seeds by ``lmgym train ppo lmgym/PromptEdit-<Task>-v0`` (`lmgym.training.ppo`; the recipe is
   examples/train_aod.py). Its observation is the env's text (prompt, feedback, samples) as
-  token ids read by a text encoder (`lmgym.policies.sb3`). `AoDScalar` (``aod-scalar``) is the
+  token ids read by a text encoder (`lmgym.components.sb3`). `AoDScalar` (``aod-scalar``) is the
   same policy trained and run with ``show_feedback=False``: the judge's words are removed, so it
   learns from the scalar reward alone.
 * `AoDEditor` (``aod-editor``): the editor LM (`lmgym.agents.prompt_search.editor`) writes the
@@ -33,9 +33,10 @@ from lmgym.agents.prompt_search.editor import EditorSearchAgent, edit_context
 from lmgym.agents.prompt_search.simple import WALK_LENGTH
 from lmgym.envs.promptedit.env import render_observation
 from lmgym.errors import InputError
+from lmgym.models import zoo
 
-#: The policies trained by examples/train_aod.py --install, one folder per task and variant.
-POLICY_CHECKPOINTS = Path(__file__).resolve().parents[1] / "policies" / "checkpoints" / "aod"
+#: Zoo folder of the policies trained by examples/train_aod.py --install, one per task and variant.
+POLICY_ZOO = "aod"
 
 
 class AoDLoop(PromptSearchAgent):
@@ -73,7 +74,7 @@ class AoDPolicy(AoDLoop):
     Args:
         budget: generator calls.
         path: the policy's ``model.zip``, or the name of an installed policy folder in
-            `POLICY_CHECKPOINTS` (e.g. ``ppo-ar-{task}``, trained against the AR generator);
+            the zoo's `POLICY_ZOO` folder (e.g. ``ppo-ar-{task}``, trained against the AR generator);
             ``{task}`` is replaced by the env's task name (default: ``ppo-{task}``, or
             ``scalar-{task}`` for `AoDScalar`).
         deterministic: take the most likely edit instead of sampling.
@@ -87,7 +88,7 @@ class AoDPolicy(AoDLoop):
         variant = "ppo" if self.show_feedback else "scalar"
         path = path or variant + "-{task}"
         installed_name = len(Path(path).parts) == 1 and not path.endswith(".zip")  # a folder name, not a path
-        self.path_template = str(POLICY_CHECKPOINTS / path / "model.zip") if installed_name else path
+        self.path_template = str(zoo.root() / POLICY_ZOO / path / "model.zip") if installed_name else path
         self.deterministic = deterministic
         self.policies: dict[str, object] = {}
 

@@ -46,10 +46,11 @@ from transformers import DynamicCache
 from lmgym.agents.base import Agent, Decision
 from lmgym.envs.registry import family_of
 from lmgym.errors import InputError
-from lmgym.policies.checkpoints import load_checkpoint, read_meta
-from lmgym.policies.generation import fork_cache, generate, merge_caches, repeat_cache, slice_cache
-from lmgym.policies.models import load_smollm2
-from lmgym.policies.tokenizer import chat_prompt_ids
+from lmgym.models import zoo
+from lmgym.models.checkpoints import load_checkpoint, read_meta
+from lmgym.models.generation import fork_cache, generate, merge_caches, repeat_cache, slice_cache
+from lmgym.models.networks import load_smollm2
+from lmgym.models.tokenizer import chat_prompt_ids
 
 MODES = ("single", "textmas", "latentmas", "diffmas")
 KEEP = ("all", "latent", "latest")
@@ -396,14 +397,13 @@ def majority_answer(answers: Sequence[str], normalize=lambda a: a.strip().lower(
 # --- loading ----------------------------------------------------------------------------------
 
 
-#: Where `examples/train_kvteam.py --install` puts the tiny arithmetic backbone and its adapters.
-INSTALLED = Path(__file__).resolve().parents[1] / "policies" / "checkpoints" / "kvteam"
+#: Zoo folder where `examples/train_kvteam.py --install` puts the tiny backbones and their adapters.
+INSTALLED = "kvteam"
 
 
 def resolve_installed(name: str) -> str:
     """An installed model's name (``"arith-ar"``, ``"arith-diffmas-stop"``) -> its folder; else `name`."""
-    folder = INSTALLED / name
-    return str(folder) if "/" not in name and folder.is_dir() else name
+    return str(zoo.path(f"{INSTALLED}/{name}")) if "/" not in name and zoo.is_installed(f"{INSTALLED}/{name}") else name
 
 
 def load_backbone(backbone: str, device: str | None = None):
@@ -414,7 +414,7 @@ def load_backbone(backbone: str, device: str | None = None):
     else:
         backbone = resolve_installed(backbone)
         if not Path(backbone).is_dir():
-            raise InputError(f"backbone must be 'smollm2', an installed name ({sorted(p.name for p in INSTALLED.glob('*'))}) "
+            raise InputError(f"backbone must be 'smollm2', an installed name ({[n.split('/', 1)[1] for n in zoo.names(INSTALLED + '/')]}) "
                              f"or a model folder; {backbone!r} is none of these")
         model, tokenizer, _ = load_checkpoint(backbone, device=device, dtype=torch.float32)
     model.eval()

@@ -4,7 +4,7 @@
 line each step (ReAct: Yao et al. 2023, arXiv:2210.03629), from a prompt built by
 `lmgym.agents.prompts`: the family's instructions and grammar, few-shot demonstrations of
 training tasks, then the episode's transcript. The model is any `TextBackend`
-(`lmgym.policies.backends`): a local Hugging Face folder (``model="smollm2"`` for the bundled
+(`lmgym.models.backends`): a local Hugging Face folder (``model="smollm2"`` for the bundled
 SmolLM2-135M-Instruct), a masked-diffusion checkpoint, or an OpenAI-compatible endpoint
 (``base_url=...``)::
 
@@ -48,21 +48,18 @@ from lmgym.agents.prompts import (MESSAGE_OVERHEAD, FamilyPrompt, Turn, advance_
                                   react_paper_demonstrations, render_messages, system_text, transcript_budget)
 from lmgym.envs.alfworld.games import data_folder as alfworld_folder
 from lmgym.envs.registry import family_of
-from lmgym.policies.backends import SamplingParams, TextBackend, make_text_backend
+from lmgym.models import zoo
+from lmgym.models.backends import SamplingParams, TextBackend, make_text_backend
 from lmgym.rollouts import parse_completion
 
 #: Model names that stand for the tiny ReAct model of the env's family (`installed_tiny_model`).
 TINY_MODELS = {"tiny-ar": "ar", "tiny-mdlm": "mdlm"}
-#: Where `examples/train_tiny_react.py --install` puts them.
-REACT_CHECKPOINTS = Path(__file__).resolve().parents[1] / "policies" / "checkpoints" / "react"
 
 
 def installed_tiny_model(family: str, kind: str) -> Path:
-    folder = REACT_CHECKPOINTS / f"{family.lower()}-{kind}"
-    if not folder.is_dir():
-        raise FileNotFoundError(f"no tiny {kind} ReAct model for {family} at {folder}; build it with "
-                                f"python examples/train_tiny_react.py --env <a {family} env> --install")
-    return folder
+    """The zoo folder ``react/<family>-<kind>`` (`examples/train_tiny_react.py --install` writes it)."""
+    return zoo.path(f"react/{family.lower()}-{kind}",
+                    rebuild=f"python examples/train_tiny_react.py --env <a {family} env> --install")
 
 
 @dataclass
@@ -131,7 +128,7 @@ class LMAgent(Agent):
         model: ``"smollm2"``, a local folder, the model name an endpoint serves, or
             ``"tiny-ar"``/``"tiny-mdlm"`` (the installed tiny model of the env's family).
         backend: ``"hf"``, ``"diffusion"``, ``"openai"``, a `TextBackend`, or None to pick from
-            ``model`` and ``base_url`` (`lmgym.policies.backends.make_text_backend`).
+            ``model`` and ``base_url`` (`lmgym.models.backends.make_text_backend`).
         base_url: an OpenAI-compatible endpoint (``http://127.0.0.1:8000/v1``).
         backend_kwargs: more arguments for the backend (device, dtype, threads, api_key_env, ...).
         few_shot: demonstrations in the prompt (None: 0 for a checkpoint trained here, else the
@@ -314,8 +311,8 @@ class LMAgent(Agent):
 
 def trained_prompt(model: Any) -> dict[str, Any]:
     """The prompt settings a checkpoint trained on `lmgym.training.transcripts` data records (empty otherwise)."""
-    if not isinstance(model, (str, Path)) or not Path(model).is_dir():
+    if not isinstance(model, (str, Path)) or not (Path(model).is_dir() or zoo.is_installed(str(model))):
         return {}
-    from lmgym.policies.checkpoints import read_meta
+    from lmgym.models.checkpoints import read_meta
 
     return dict(read_meta(model).get("react_prompt") or {})

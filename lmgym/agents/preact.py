@@ -22,7 +22,7 @@ read from (`` Fan``, not ``[Fan``), so copying a name is copying tokens. `action
 back into the env's grammar.
 
 Two modes behind one class, the whole turn one diffusion block (Fast-dLLM threshold decoding,
-`lmgym.policies.diffusion.fast_generate`):
+`lmgym.models.diffusion.fast_generate`):
 
 * ``serial`` (agent ``dllm-react``): ReAct; decode the whole turn, then the env's ``step``
   runs the search (and pays the tool latency).
@@ -51,12 +51,13 @@ import torch
 
 from lmgym.agents.base import Agent, Decision
 from lmgym.agents.prompts import Turn, render_messages
-from lmgym.policies.tokenizer import chat_prompt_ids
+from lmgym.models import zoo
+from lmgym.models.tokenizer import chat_prompt_ids
 from lmgym.rollouts import Span
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 #: Where `lmgym.training.agentic_sft` (``--install``) puts the HotPotQA-Gen model.
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "policies" / "checkpoints" / "react" / "hotpotqa-preact"
+DEFAULT_CHECKPOINT = "react/hotpotqa-preact"
 MODES = ("parallel", "serial")
 
 
@@ -120,7 +121,7 @@ class TurnLayout:
 
     def priority(self, tokenizer, bias: float = 0.5):
         """P-ReAct's steering: delimiters pre-filled, ``bias`` on the call region (DLLM-Searcher: 0.5)."""
-        from lmgym.policies.diffusion import Priority
+        from lmgym.models.diffusion import Priority
 
         opening, closing = delimiter_ids(tokenizer)
         start, end = self.call_span()
@@ -179,15 +180,15 @@ class PReActAgent(Agent):
                  reason_tokens: int | None = None, call_tokens: int | None = None,
                  max_prompt_tokens: int | None = None, cache: str = "prefix", threads: int | None = 1,
                  device: str | None = None, name: str | None = None):
-        from lmgym.policies.backends.diffusion import DiffusionBackend
-        from lmgym.policies.checkpoints import read_meta
+        from lmgym.models.backends.diffusion import DiffusionBackend
+        from lmgym.models.checkpoints import read_meta
 
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        folder = Path(model) if model else DEFAULT_CHECKPOINT
+        folder = zoo.path(DEFAULT_CHECKPOINT, rebuild="python examples/train_preact.py --install") if not model \
+            else zoo.resolve(model)
         if not folder.is_dir():
-            raise FileNotFoundError(f"no P-ReAct model at {folder}; build it with "
-                                    f"python examples/train_preact.py --install")
+            raise FileNotFoundError(f"no P-ReAct model at {folder}")
         trained = dict(read_meta(folder).get("preact_layout") or {})
         self.layout = TurnLayout(reason_tokens or trained.get("reason_tokens", 64),
                                  call_tokens or trained.get("call_tokens", 32))
@@ -265,7 +266,7 @@ class PReActAgent(Agent):
             extra={**timing, "format_error": call is None, "forward_passes": out.forward_passes, "mode": self.mode})
 
     def _generate(self, ids: torch.Tensor, on_step, generator):
-        from lmgym.policies.diffusion import fast_generate
+        from lmgym.models.diffusion import fast_generate
 
         priority = self.layout.priority(self.backend.tokenizer, self.bias) if self.mode == "parallel" else None
         length = self.layout.length

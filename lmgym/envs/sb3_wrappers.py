@@ -11,7 +11,7 @@ family that enumerates ``info["admissible_actions"]`` works with them unchanged:
 * `TokenIds`: the observation becomes a ``Dict`` of fixed-length token-id arrays (`Box`,
   int64, 0 = padding): ``"task"`` (the goal text), ``"observation"`` (this step's text) and
   ``"actions"`` (one row per admissible-action slot), so a policy can read what each slot says.
-  `lmgym.policies.sb3.TextFeaturesExtractor` is the matching features extractor.
+  `lmgym.components.sb3.TextFeaturesExtractor` is the matching features extractor.
 
 `TokenEncoder` holds the encoding so an agent outside the wrappers (`lmgym.agents.ppo_agent`)
 builds exactly the same arrays from ``(observation, info)``.

@@ -59,10 +59,10 @@ from transformers import PreTrainedTokenizerBase
 from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
 from lmgym.io import append_jsonl, atomic_folder, rewind_log
-from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
-from lmgym.policies.generation import generate
-from lmgym.policies.models import TinyConfig, build_model, llama_config
-from lmgym.policies.tokenizer import positions_for
+from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.models.generation import generate
+from lmgym.models.networks import TinyConfig, build_model, llama_config
+from lmgym.models.tokenizer import positions_for
 from lmgym.training.lm import collate as lm_collate, learning_rate, load_data
 from lmgym.training.objectives import masked_mean
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example, encode_episode

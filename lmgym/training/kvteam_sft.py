@@ -43,7 +43,7 @@ from safetensors.torch import load_file
 
 from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
 from lmgym.io import append_jsonl, atomic_folder, atomic_write_json, rewind_log
-from lmgym.policies.checkpoints import OPTIMIZER_FILE, load_optimizer_state
+from lmgym.models.checkpoints import OPTIMIZER_FILE, load_optimizer_state
 from lmgym.rollouts import read_episodes
 from lmgym.training.lm import learning_rate
 from lmgym.training.lora import add_lora, lora_config, trainable_parameters

@@ -5,7 +5,7 @@ wires it as ``lmgym train lm|mdlm``). One readable file in the CleanRL manner: c
 data, model, then the loop; ``--help`` lists every field.
 
 Data: JSON lines, either records (rows with ``prompt`` and ``completion``, laid out as
-``[BOS] prompt [SEP] answer [EOS]``, `lmgym.policies.tokenizer`) or rollouts
+``[BOS] prompt [SEP] answer [EOS]``, `lmgym.models.tokenizer`) or rollouts
 (`lmgym.rollouts.Episode` rows: multi-turn ReAct transcripts rendered exactly as
 `lmgym.agents.lm.LMAgent` prompts, through the tokenizer's chat template, with a role per token:
 `lmgym.training.transcripts`). Only tokens whose role is in ``--train-roles`` (the model's
@@ -30,7 +30,7 @@ Objectives:
 
 Everything random comes from ``--seed``: the initial weights, and for step k a generator
 seeded with (seed, k) that draws the batch and the masks, so ``--resume`` continues exactly.
-Outputs in ``--out``: ``checkpoint/`` (`lmgym.policies.checkpoints`), ``metrics.jsonl``
+Outputs in ``--out``: ``checkpoint/`` (`lmgym.models.checkpoints`), ``metrics.jsonl``
 (``train/loss``, ``train/lr``, ``train/grad_norm``, ``train/tokens``, ``train/step``).
 """
 
@@ -50,8 +50,8 @@ import tyro
 from tqdm.auto import tqdm
 
 from lmgym.io import append_jsonl, read_jsonl, rewind_log
-from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
-from lmgym.policies.models import (
+from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.models.networks import (
     TinyConfig,
     build_model,
     llama_config,
@@ -59,7 +59,7 @@ from lmgym.policies.models import (
     resize_for_tokenizer,
     smollm2_folder,
 )
-from lmgym.policies.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, positions_for, prompt_ids, train_bpe_tokenizer
+from lmgym.models.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, positions_for, prompt_ids, train_bpe_tokenizer
 from lmgym.agents.prompts import PromptProfile, load_family_prompt, system_text
 from lmgym.envs.registry import family_of
 from lmgym.rollouts import Episode, format_completion

@@ -1,8 +1,8 @@
-"""LoRA adapters through peft, for any model `lmgym.policies` loads (AR or masked diffusion).
+"""LoRA adapters through peft, for any model `lmgym.models` loads (AR or masked diffusion).
 
 LoRA (Hu et al. 2021, arXiv:2106.09685) freezes W and learns W + (alpha / r) B A with rank-r
 A, B. `add_lora` wraps a model; `lmgym.training.lm` trains it with ``--lora-r R`` and
-`lmgym.policies.checkpoints` saves only the adapter, beside the base model's folder name.
+`lmgym.models.checkpoints` saves only the adapter, beside the base model's folder name.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ CleanRL manner: config, seeding, model, loop). Each iteration:
    edit's summed log-probability plus ``kl_coef`` times the per-token KL estimate to the initial
    editor (`pg_loss`).
 
-Outputs in ``--out``: ``checkpoint/`` (the trained editor: `lmgym.policies.checkpoints`, loadable
+Outputs in ``--out``: ``checkpoint/`` (the trained editor: `lmgym.models.checkpoints`, loadable
 as ``aod-editor(editor=OUT/checkpoint)``), ``metrics.jsonl`` (``train/reward``,
 ``train/improvement``, ``train/valid_rate``, ``train/kl``, ``train/loss``, ``train/generator_calls``).
 """
@@ -35,7 +35,7 @@ from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_con
 from lmgym.envs.promptedit.env import PromptEditEnv
 from lmgym.envs.promptedit.tasks import LOADERS
 from lmgym.io import append_jsonl, rewind_log
-from lmgym.policies.checkpoints import read_meta, save_checkpoint
+from lmgym.models.checkpoints import read_meta, save_checkpoint
 from lmgym.training.objectives import frozen_copy, token_logprobs
 
 

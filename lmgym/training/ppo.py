@@ -6,7 +6,7 @@ evaluation of the trained policy against the random agent on the same seeds.
 
 The env is the text env wrapped by `lmgym.envs.sb3_wrappers` (admissible actions as
 ``Discrete(N)`` with ``action_masks()``; task, observation and action texts as token ids), the
-policy (`lmgym.policies.sb3.SlotScoringPolicy`) scores each admissible action by its text. sb3-contrib's MaskablePPO
+policy (`lmgym.components.sb3.SlotScoringPolicy`) scores each admissible action by its text. sb3-contrib's MaskablePPO
 gives masked actions zero probability, so the policy only ever plays admissible commands.
 
 Outputs in ``--out``: ``progress.csv`` (SB3's ``rollout/``, ``train/``, ``time/`` metrics),
@@ -39,7 +39,7 @@ from lmgym.agents.ppo_agent import ENCODER_FILE, PPOAgent
 from lmgym.agents.runner import run_episode
 from lmgym.envs.sb3_wrappers import TokenEncoder, admissible_slots, make_sb3_env
 from lmgym.io import atomic_write_json, atomic_write_text
-from lmgym.policies.sb3 import SlotScoringPolicy
+from lmgym.components.sb3 import SlotScoringPolicy
 
 
 @dataclass
@@ -70,7 +70,7 @@ class PPOConfig:
     vocab_size: int = 4096
     """hashing-tokenizer buckets (embedding rows)"""
 
-    # network (lmgym.policies.sb3: per-slot scores as logits, an MLP for the value)
+    # network (lmgym.components.sb3: per-slot scores as logits, an MLP for the value)
     embed_dim: int = 32
     """token embedding width"""
     hidden: int = 64

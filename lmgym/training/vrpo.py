@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 from lmgym.agents.preact import PReActAgent, TurnLayout
 from lmgym.agents.runner import run_episodes
 from lmgym.io import append_jsonl, read_jsonl, rewind_log
-from lmgym.policies.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.rollouts import Episode
 from lmgym.training.agentic_sft import turn_examples
 from lmgym.training.lm import collate

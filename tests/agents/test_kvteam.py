@@ -9,7 +9,7 @@ from lmgym.agents.kvteam import (ROLE_INSTRUCTIONS, KVTeam, Trace, extract_answe
                                  realign, realignment, role_message, roles)
 from lmgym.agents.registry import make_agent, resolve_agent
 from lmgym.errors import InputError
-from lmgym.policies.tokenizer import chat_prompt_ids, train_bpe_tokenizer
+from lmgym.models.tokenizer import chat_prompt_ids, train_bpe_tokenizer
 from lmgym.training.lora import add_lora
 
 QUESTION = "Question: Ada has 3 apples. Ada buys 4 more apples. How many apples does Ada have now?"

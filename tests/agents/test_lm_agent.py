@@ -8,7 +8,7 @@ from lmgym.agents.lm import LMAgent, snap_action
 from lmgym.agents.prompts import OMITTED
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import run_episode, run_episodes
-from lmgym.policies.backends import Completion, TextBackend
+from lmgym.models.backends import Completion, TextBackend
 
 
 class Scripted(TextBackend):

@@ -15,7 +15,6 @@ from lmgym.agents.prompt_search.opro import OPRO
 from lmgym.agents.prompt_search.promptbreeder import PromptBreeder
 from lmgym.agents.prompt_search.simple import HillClimb, RandomEdits, StaticPrompt
 from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, teacher_edit
-from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import agent_seed
 from lmgym.data import data_root
 from lmgym.envs.promptedit.edits import FORMAT_SENTENCE, EditLibrary, field_hint, split_sentences
@@ -299,9 +298,12 @@ def test_aod_editor_reads_the_feedback_of_its_last_batch(env):
 
 
 def test_aod_policy_paths_name_a_file_or_an_installed_policy():
-    from lmgym.agents.aod import POLICY_CHECKPOINTS, AoDPolicy, AoDScalar
+    from lmgym.agents.aod import AoDPolicy, AoDScalar
+    from lmgym.models import zoo
 
-    assert AoDPolicy().path_template == str(POLICY_CHECKPOINTS / "ppo-{task}" / "model.zip")
-    assert AoDScalar().path_template == str(POLICY_CHECKPOINTS / "scalar-{task}" / "model.zip")
-    assert AoDPolicy(path="ppo-ar-{task}").path_template == str(POLICY_CHECKPOINTS / "ppo-ar-{task}" / "model.zip")
+    installed = zoo.root() / "aod"
+
+    assert AoDPolicy().path_template == str(installed / "ppo-{task}" / "model.zip")
+    assert AoDScalar().path_template == str(installed / "scalar-{task}" / "model.zip")
+    assert AoDPolicy(path="ppo-ar-{task}").path_template == str(installed / "ppo-ar-{task}" / "model.zip")
     assert AoDPolicy(path="runs/aod/ppo-{task}/model.zip").path_template == "runs/aod/ppo-{task}/model.zip"

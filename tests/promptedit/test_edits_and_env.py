@@ -126,7 +126,7 @@ def test_the_ar_comparison_generator_answers_the_prompt_in_held_out_phrasings():
     asks for bare JSON, in train and in held-out phrasings, than for the vague starting prompt
     (measured with 64 records: 0.12 -> 0.62 and 0.53 schema-valid)."""
     env = PromptEditEnv("SuperNI", batch_size=16,
-                        generator="lmgym.policies.record_generator:AutoregressiveRecordGenerator")
+                        generator="lmgym.components.record_generator:AutoregressiveRecordGenerator")
     tsr = lambda prompt: sum(env.evaluate(prompt, seed)[0].metrics["tsr"] for seed in range(2))  # noqa: E731
     start = tsr(env.task.initial_prompt)
     assert tsr(specified_prompt_in(env.task, held_out=False)) > start

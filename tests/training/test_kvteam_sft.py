@@ -9,8 +9,8 @@ from safetensors.torch import load_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from lmgym.agents.kvteam import ROLE_INSTRUCTIONS, KVTeam, load_adapters, load_backbone
-from lmgym.policies.checkpoints import save_checkpoint
-from lmgym.policies.tokenizer import train_bpe_tokenizer
+from lmgym.models.checkpoints import save_checkpoint
+from lmgym.models.tokenizer import train_bpe_tokenizer
 from lmgym.rollouts import Episode, Step, write_episodes
 from lmgym.training.kvteam_sft import KVTeamSFTConfig, train
 

@@ -7,9 +7,9 @@ import torch
 from safetensors.torch import load_file
 
 from lmgym.io import append_jsonl
-from lmgym.policies.checkpoints import OPTIMIZER_FILE, install_checkpoint, load_checkpoint, save_checkpoint
-from lmgym.policies.diffusion import generate
-from lmgym.policies.tokenizer import decode_answer, prompt_ids
+from lmgym.models.checkpoints import OPTIMIZER_FILE, install_checkpoint, load_checkpoint, save_checkpoint
+from lmgym.models.diffusion import generate
+from lmgym.models.tokenizer import decode_answer, prompt_ids
 from lmgym.rollouts import Episode, Step, write_episode
 from lmgym.training.lm import LMTrainConfig, load_data, main, mdlm_loss, train
 
@@ -53,7 +53,7 @@ def test_ar_overfits_one_record_and_writes_it_back(one_record, tmp_path):
     assert meta["kind"] == "ar" and meta["step"] == 60
     # the training layout is [BOS] prompt [SEP]; generate_text adds neither, so build it here
     ids = torch.tensor([prompt_ids(tokenizer, "Write a red record.", 16)])
-    from lmgym.policies.generation import generate_ids
+    from lmgym.models.generation import generate_ids
     new, _ = generate_ids(model, ids, max_new_tokens=24, eos_token_id=tokenizer.eos_token_id)
     assert decode_answer(tokenizer, new[0].tolist()) == '{"colour": "red", "size": 3}'
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from lmgym.io import append_jsonl
-from lmgym.policies.checkpoints import load_checkpoint
-from lmgym.policies.tokenizer import prompt_ids
+from lmgym.models.checkpoints import load_checkpoint
+from lmgym.models.tokenizer import prompt_ids
 from lmgym.training.lm import LMTrainConfig, train
 from lmgym.training.lora import add_lora, trainable_parameters
 

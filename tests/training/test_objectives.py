@@ -5,8 +5,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "policies"))
-from policies_tiny_models import MASK_ID, tiny_llama  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
+from tiny_models import MASK_ID, tiny_llama  # noqa: E402
 
 from lmgym.training.objectives import frozen_copy, mask_draws, mdlm_elbo, sequence_logprobs, token_logprobs  # noqa: E402
 

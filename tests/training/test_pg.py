@@ -34,7 +34,7 @@ def test_pg_loss_values():
 @pytest.mark.skipif(data_root() is None or not (data_root() / "super_natural_instructions").exists(),
                     reason="needs LMGYM_DATA/super_natural_instructions")
 def test_two_updates_change_the_editor_and_log_the_calls(tiny_ar_folder, tmp_path):
-    from lmgym.policies.checkpoints import load_checkpoint
+    from lmgym.models.checkpoints import load_checkpoint
 
     cfg = PGConfig(editor=str(tiny_ar_folder), out=str(tmp_path / "pg"), tasks=("SuperNI",), iterations=2, group=3,
                    batch_size=4, generator="lmgym.envs.promptedit.generators:RuleBasedGenerator", max_new_tokens=16)

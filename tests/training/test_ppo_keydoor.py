@@ -11,7 +11,7 @@ from lmgym.agents.ppo_agent import PPOAgent  # noqa: E402
 from lmgym.benchmarks.runner import read_rows, run_benchmark  # noqa: E402
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec  # noqa: E402
 from lmgym.envs.sb3_wrappers import TokenEncoder  # noqa: E402
-from lmgym.policies.sb3 import TextFeaturesExtractor, masked_mean, task_word_flags  # noqa: E402
+from lmgym.components.sb3 import TextFeaturesExtractor, masked_mean, task_word_flags  # noqa: E402
 from lmgym.training.ppo import PPOConfig, main, train  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lmgym.io import append_jsonl
-from lmgym.policies.checkpoints import load_checkpoint, read_meta
+from lmgym.models.checkpoints import load_checkpoint, read_meta
 from lmgym.rollouts import read_episodes
 from lmgym.agents.preact import TurnLayout
 from lmgym.training import agentic_sft, vrpo

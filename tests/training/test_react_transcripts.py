@@ -7,8 +7,8 @@ import lmgym  # noqa: F401
 from lmgym.agents import ExpertAgent, run_episode
 from lmgym.agents.lm import LMAgent
 from lmgym.agents.prompts import PromptProfile
-from lmgym.policies.backends import Completion, TextBackend
-from lmgym.policies.tokenizer import train_bpe_tokenizer
+from lmgym.models.backends import Completion, TextBackend
+from lmgym.models.tokenizer import train_bpe_tokenizer
 from lmgym.training.lm import collate
 from lmgym.training.transcripts import ACT, CONTEXT, OBS, REASON, encode_episode
 
@@ -77,7 +77,7 @@ def test_training_examples_are_what_the_agent_sends(tokenizer, episode, budget):
 def test_smollm2_chat_template_gets_the_same_roles(episode):
     from transformers import AutoTokenizer
 
-    from lmgym.policies.models import smollm2_folder
+    from lmgym.models.networks import smollm2_folder
 
     smol = AutoTokenizer.from_pretrained(str(smollm2_folder()), local_files_only=True)
     [example] = encode_episode(smol, episode, PromptProfile(instructions=True, max_prompt_tokens=100_000), "ar")

@@ -8,7 +8,7 @@ env's grammar (``append: <sentence>``, ``replace "<old>" with "<new>"``, ``delet
 ``replace prompt: <text>``; `lmgym.envs.promptedit.edits`). What differs between methods is only
 what the context shows, so the baselines and AoD share one editor and differ in one place.
 
-`LMEditor` runs any `lmgym.policies.backends` model: a tiny AR editor trained here
+`LMEditor` runs any `lmgym.models.backends` model: a tiny AR editor trained here
 (examples/train_aod_editor.py), SmolLM2-135M-Instruct (``model="smollm2"``, chat-prompted with
 `EDITOR_INSTRUCTIONS`), a masked-diffusion or LLaDA folder, or an OpenAI-compatible endpoint.
 """
@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from lmgym.agents.prompt_search.base import SEED_BOUND, PromptSearchAgent, edited
-from lmgym.policies.backends import SamplingParams, make_text_backend
+from lmgym.models.backends import SamplingParams, make_text_backend
 
 EDITOR_INSTRUCTIONS = (
     "You improve the prompt of a frozen generator that writes JSON records. Reply with exactly one edit "
@@ -63,7 +62,7 @@ class LMEditor:
             or, with ``base_url``, the endpoint's model name.
         temperature: sampling temperature (the methods need varied edits: 1.0 by default).
         max_new_tokens: longest edit written.
-        backend_kwargs: passed to `lmgym.policies.backends.make_text_backend`.
+        backend_kwargs: passed to `lmgym.models.backends.make_text_backend`.
     """
 
     def __init__(self, model: str = "smollm2", temperature: float = 1.0, max_new_tokens: int = 64,
@@ -72,7 +71,7 @@ class LMEditor:
         self.params = SamplingParams(max_new_tokens=max_new_tokens, temperature=temperature, stop=("\n",))
 
     def render(self, context: str) -> Any:
-        from lmgym.policies.tokenizer import is_lmgym_tokenizer
+        from lmgym.models.tokenizer import is_lmgym_tokenizer
 
         tokenizer = getattr(self.backend, "tokenizer", None)
         trained_here = tokenizer is not None and is_lmgym_tokenizer(tokenizer)  # reads the bare context
@@ -89,12 +88,11 @@ class LMEditor:
         self.backend.close()
 
 
-_CHECKPOINTS = Path(__file__).resolve().parents[2] / "policies" / "checkpoints"
-#: The tiny editor trained here on edit demonstrations (examples/train_aod_editor.py --install).
-DEFAULT_EDITOR = str(_CHECKPOINTS / "aod_editor")
+#: The tiny editor trained here on edit demonstrations (a zoo name: examples/train_aod_editor.py --install).
+DEFAULT_EDITOR = "aod_editor"
 #: Editors by short name: the tiny editor as trained on demonstrations, and after the policy
 #: gradient of `lmgym.training.pg` (examples/train_aod.py --editor-pg ... --install).
-EDITORS = {"tiny": DEFAULT_EDITOR, "tiny-pg": str(_CHECKPOINTS / "aod_editor_pg")}
+EDITORS = {"tiny": DEFAULT_EDITOR, "tiny-pg": "aod_editor_pg"}
 
 
 @functools.lru_cache(maxsize=4)

@@ -7,7 +7,7 @@ builds it twice per corpus (over titles, for the ``Similar:`` list of a failed s
 
 * ``"bm25"`` (default): `BM25Retriever`, bm25s's Lucene BM25 (k1=1.5, b=0.75) over lower-cased
   word tokens with English stop words removed and Snowball (PyStemmer) stems.
-* ``"dense"``: ``lmgym.policies.retrievers:DenseRetriever`` (all-MiniLM-L6-v2; needs torch, so it
+* ``"dense"``: ``lmgym.components.retrievers:DenseRetriever`` (all-MiniLM-L6-v2; needs torch, so it
   is imported by name at construction time and never by this package).
 * ``"package.module:Name"``: any importable factory; or the factory itself.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from lmgym.entrypoints import load_entry_point
 
 STRING_FACTORIES = {"bm25": "lmgym.envs.hotpotqa.retrieval:BM25Retriever",
-                    "dense": "lmgym.policies.retrievers:DenseRetriever"}
+                    "dense": "lmgym.components.retrievers:DenseRetriever"}
 
 
 class Retriever(Protocol):

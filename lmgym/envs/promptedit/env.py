@@ -25,8 +25,8 @@ EDIT_HELP = ('Edits: "replace prompt: <text>", "append: <sentence>", "delete sen
 #: Characters of one sample record shown in the observation.
 SAMPLE_CHARS = 300
 #: The frozen generator by default: the tiny masked-diffusion LM trained on the train split
-#: (lmgym.policies.record_generator; resolved by name, so this module never imports torch).
-DEFAULT_GENERATOR = "lmgym.policies.record_generator:DiffusionRecordGenerator"
+#: (lmgym.components.record_generator; resolved by name, so this module never imports torch).
+DEFAULT_GENERATOR = "lmgym.components.record_generator:DiffusionRecordGenerator"
 
 
 class PromptEditEnv(TextEnv):
@@ -78,7 +78,7 @@ class PromptEditEnv(TextEnv):
     ## Arguments
     ``task`` (name), ``generator`` (entry point ``"module:attribute"`` or callable; default
     `DEFAULT_GENERATOR`, the frozen tiny masked-diffusion LM of
-    `lmgym.policies.record_generator`; ``"lmgym.envs.promptedit.generators:RuleBasedGenerator"``
+    `lmgym.components.record_generator`; ``"lmgym.envs.promptedit.generators:RuleBasedGenerator"``
     is the fast rule-based stand-in; a factory with a ``task`` parameter receives the env's
     task) with ``generator_kwargs``, ``embedder`` /
     ``language_model`` / ``rubric_judge`` (entry points with ``*_kwargs``; defaults: hashed

@@ -8,7 +8,7 @@ One pass (`JudgeCluster.evaluate`) over a batch of generated texts:
    correct_answers", "the category repeats the same value "Law" in 12 of 16 records");
 3. hands the statements and metrics to a rubric judge, which answers the task's yes/no
    questions and writes the feedback text. `RuleRubricJudge` answers by thresholds; a language
-   model judge (`lmgym.policies.lm_judge.LMRubricJudge`) answers the same questions from the
+   model judge (`lmgym.components.lm_judge.LMRubricJudge`) answers the same questions from the
    statements, behind the same `RubricJudge` interface;
 4. scores the batch: ``reward = tsr * (0.5 + 0.25 * min(diversity, 1) + 0.25 * novelty)``
    (in [0, 1]; invalid records earn nothing however diverse, and among valid batches the

@@ -206,7 +206,7 @@ class HashedNgramEmbedder(CachingEmbedder):
     ``hash()``) into `dim` buckets. Counts are log-scaled (1 + log tf) and weighted by a
     smoothed idf fit on `idf_corpus` (``log((1 + N) / (1 + df)) + 1``, scikit-learn's
     smooth_idf formula). Cosine of these vectors measures shared surface form, not meaning: the
-    documented stand-in for all-MiniLM-L6-v2 (`lmgym.policies.embeddings.MiniLMEmbedder`) when
+    documented stand-in for all-MiniLM-L6-v2 (`lmgym.components.embeddings.MiniLMEmbedder`) when
     torch is not wanted. Embeddings are cached per text (`CachingEmbedder`).
     """
 

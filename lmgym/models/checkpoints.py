@@ -1,0 +1,105 @@
+"""Checkpoints: one folder a Hugging Face loader can open, plus what resuming training needs.
+
+Layout (``save_checkpoint``)::
+
+    folder/
+      config.json, model.safetensors      the model (save_pretrained, safetensors)
+      tokenizer.json, tokenizer_config.json ...
+      lmgym.json                          kind ("ar" or "mdlm"), mask id, step, train config,
+                                          base model folder when the weights are a LoRA adapter
+      adapter_config.json, adapter_model.safetensors   (LoRA runs, instead of model.safetensors)
+      optimizer.pt                        optimizer state (only when resuming is wanted)
+
+The folder is written beside its final place and renamed over it, so a crash mid-save leaves
+the previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from lmgym.io import atomic_folder, atomic_write_json
+from lmgym.models import zoo
+from lmgym.models.networks import load_local_model, resize_for_tokenizer
+from lmgym.models.tokenizer import load_tokenizer
+
+META_FILE = "lmgym.json"
+OPTIMIZER_FILE = "optimizer.pt"
+
+
+def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
+                    meta: dict[str, Any], optimizer: torch.optim.Optimizer | None = None) -> Path:
+    """Write model (or LoRA adapter), tokenizer, ``meta`` and optionally the optimizer, atomically."""
+    folder = Path(folder)
+    with atomic_folder(folder) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        atomic_write_json(tmp / META_FILE, meta)
+        if optimizer is not None:
+            torch.save(optimizer.state_dict(), tmp / OPTIMIZER_FILE)
+    return folder
+
+
+def read_meta(folder: str | os.PathLike) -> dict[str, Any]:
+    path = zoo.resolve(folder) / META_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None,
+                    trainable: bool = False, trust_remote_code: bool = False
+                    ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase, dict[str, Any]]:
+    """Model, tokenizer and meta from a checkpoint folder (or any local HF model folder).
+
+    A LoRA checkpoint loads its base model (``meta["base_model"]``) and the adapter on top;
+    ``trainable=True`` keeps the adapter trainable (for resuming), else the model is in eval mode.
+    ``trust_remote_code``: as `load_local_model` (a folder with its own model code, e.g. LLaDA-8B).
+    """
+    folder = zoo.resolve(folder)
+    meta = read_meta(folder)
+    tokenizer = load_tokenizer(folder)
+    if (folder / "adapter_config.json").exists():
+        from peft import PeftModel
+
+        base = load_local_model(meta["base_model"], device=device, dtype=dtype, bidirectional=meta.get("kind") == "mdlm")
+        resize_for_tokenizer(base, tokenizer)  # the [MASK] row the adapter was trained with
+        model = PeftModel.from_pretrained(base, str(folder), is_trainable=trainable)
+    else:
+        model = load_local_model(folder, device=device, dtype=dtype, trust_remote_code=trust_remote_code)
+    if trainable:
+        model.train()
+    else:
+        model.eval()
+    return model, tokenizer, meta
+
+
+def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> None:
+    optimizer.load_state_dict(torch.load(Path(folder) / OPTIMIZER_FILE, weights_only=True))
+
+
+def install_checkpoint(source: str | os.PathLike, name: str, *, half: bool = True, meta: dict[str, Any] | None = None,
+                       command: str | None = None, data: str = "") -> Path:
+    """Install a trained checkpoint in the zoo under `name` (`lmgym.models.zoo.install`): weights
+    in half precision (``half``), no optimizer state, and a meta cleaned of this run's local paths
+    (data files, output and init folders) plus `meta`'s entries. The manifest records `command`
+    (default: this process's command line) and `data` (what it was trained on)."""
+    model, tokenizer, old = load_checkpoint(source)
+    if (Path(source) / "adapter_config.json").exists():
+        raise ValueError(f"{source}: a LoRA adapter depends on its base folder; merge it before installing")
+    config = {k: v for k, v in old.get("train_config", {}).items() if k not in ("data", "out", "init", "tokenizer")}
+    cleaned = {**old, "train_config": config, "base_model": None, **(meta or {})}
+    command = command or cleaned.get("recipe") or "python " + " ".join(sys.argv)
+
+    def write(folder: Path) -> None:
+        model_to_save = model.half() if half else model
+        model_to_save.save_pretrained(folder, safe_serialization=True)
+        tokenizer.save_pretrained(folder)
+        atomic_write_json(folder / META_FILE, cleaned)
+
+    return zoo.install(name, write, command=command, data=data)
