@@ -178,6 +178,12 @@ class TextEnv(gym.Env[str, str]):
         if not 0 <= value < limit:
             raise ValueError(f"task_index {value} is out of range: {name} has tasks 0..{limit - 1}")
 
+    def task_id_for(self, seed: int | None, options: dict[str, Any] | None = None) -> str:
+        """The task id ``reset(seed=seed, options=options)`` plays: what a panel records
+        (`lmgym.benchmarks.panels.panel_of`). This resets; a family whose task is known without
+        starting an episode (PromptEdit judges a batch on reset) answers directly."""
+        return self.reset(seed=seed, options=options)[1]["task_id"]
+
     def choose_task_index(self, options: dict[str, Any]) -> int:
         """The task for this episode: ``options["task_index"]`` if given (checked by `reset`),
         else a seeded draw."""

@@ -93,7 +93,7 @@ class EpisodeWorker:
         if index not in self._envs:
             env = self.spec.envs[index]
             limit = {} if self.spec.max_steps is None else {"max_episode_steps": self.spec.max_steps}
-            self._envs[index] = gym.make(env.id, **limit, **env.kwargs)
+            self._envs[index] = gym.make(env.id, **limit, **env.make_kwargs)
         return self._envs[index]
 
     def _agent(self, index: int) -> Agent:
@@ -180,7 +180,7 @@ class EpisodeWorker:
         if key not in self._slot_envs:
             env = self.spec.envs[index]
             limit = {} if self.spec.max_steps is None else {"max_episode_steps": self.spec.max_steps}
-            self._slot_envs[key] = gym.make(env.id, **limit, **env.kwargs)
+            self._slot_envs[key] = gym.make(env.id, **limit, **env.make_kwargs)
         return self._slot_envs[key]
 
     def close(self) -> None:

@@ -165,6 +165,11 @@ class PromptEditEnv(TextEnv):
     def max_admissible_actions(self) -> int:
         return len(self.library)  # one command per library entry at most
 
+    def task_id_for(self, seed: int | None, options: dict[str, Any] | None = None) -> str:
+        if options and "task_index" in options:
+            self._check_task_index(options["task_index"])  # refused, as reset refuses it
+        return self._task_identity  # one task whatever the seed: no batch to judge
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.task_id = self._task_identity
         self.prompt = self.task.initial_prompt
