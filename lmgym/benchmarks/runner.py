@@ -94,10 +94,12 @@ def code_version() -> dict[str, Any]:
 def _differences(existing: dict[str, Any], requested: dict[str, Any]) -> str:
     """``"episodes: 4 in the folder, 5 requested; ..."`` for the spec fields that differ."""
     parts = []
-    for key in sorted(set(existing) | set(requested)):
-        if existing.get(key) != requested.get(key):
-            here, wanted = (json.dumps(v, sort_keys=True)[:120] for v in (existing.get(key), requested.get(key)))
-            parts.append(f"{key}: {here} in the folder, {wanted} requested")
+    differing = [key for key in sorted(set(existing) | set(requested)) if existing.get(key) != requested.get(key)]
+    for key in differing:
+        if key == "panels" and len(differing) > 1:  # follows from the other fields; alone it means the tasks changed
+            continue
+        here, wanted = (json.dumps(v, sort_keys=True)[:120] for v in (existing.get(key), requested.get(key)))
+        parts.append(f"{key}: {here} in the folder, {wanted} requested")
     return "; ".join(parts)
 
 
