@@ -5,7 +5,7 @@
   procedural ``-Gen`` variant), random everywhere and expert where the env gives
   ``info["expert_action"]``; what ``make bench`` runs.
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
-  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
+  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev and test); an id without a task
   list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
 
 Ids whose ``requires_data`` folder is missing under ``LMGYM_DATA`` or whose ``requires_modules``
@@ -31,7 +31,7 @@ SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
 #: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
-EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
+EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev", "test")}
 
 
 def missing_requirement(env_id: str) -> str | None:

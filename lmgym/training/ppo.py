@@ -195,7 +195,7 @@ def train(config: PPOConfig) -> dict:
     """Train, save and evaluate; return the evaluation dict written to ``eval.json``."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    env_kwargs = json.loads(config.env_kwargs)
+    env_kwargs = {"split": "train", **json.loads(config.env_kwargs)}  # train on the training split
     atomic_write_json(out / "config.json", asdict(config))
 
     # ---- seeding: SB3 seeds torch/numpy/random and each env (seed + i) from `seed` ----------
@@ -255,7 +255,8 @@ def train(config: PPOConfig) -> dict:
         seeds = [10_000 + config.seed + k for k in range(config.eval_episodes)]
         result["eval_seeds"] = [seeds[0], seeds[-1]]
         for name, agent in (("ppo", PPOAgent(str(out / "model.zip"))), ("random", RandomAgent())):
-            result["success"][name] = evaluate(config.env_id, agent, seeds, env_kwargs, config.max_episode_steps)
+            result["success"][name] = evaluate(config.env_id, agent, seeds, {**env_kwargs, "split": "test"},
+                                               config.max_episode_steps)
     atomic_write_json(out / "eval.json", result)
     plot_learning_curve(curve.rows, out / "learning_curve.png", f"MaskablePPO on {config.env_id}", result["success"])
     atomic_write_text(out / "README.txt", f"MaskablePPO on {config.env_id}: {json.dumps(result['success'])}\n")
