@@ -124,7 +124,7 @@ def check_spec(spec: BenchmarkSpec, out: str | Path) -> None:
     a checkpoint evaluated on tasks it trained on (InputError, unless ``allow_contaminated``)."""
     _check_names(spec)
     _folder_spec(spec, Path(out))
-    spec.contamination  # noqa: B018  computed (and refused) now, before any episode
+    spec.contamination  # noqa: B018  computed now: a contaminated cell is refused before any episode
 
 
 def _claim_folder(spec: BenchmarkSpec, out: Path) -> dict[str, Any] | None:

@@ -119,7 +119,8 @@ class ALFWorldGenEnv(ALFWorldEnv):
     ):
         canonical = CANONICAL_SPLITS.get(SPLIT_ALIASES.get(split, split), split)
         if canonical not in GEN_SPLITS:
-            raise ValueError(f"split must be one of {(ALL, *SPLITS, *SPLIT_ALIASES)}, got {split!r}")
+            accepted = (ALL, *SPLITS, *CANONICAL_SPLITS, *(a for a in SPLIT_ALIASES if a not in SPLITS))
+            raise ValueError(f"split must be one of {tuple(dict.fromkeys(accepted))}, got {split!r}")
         folder, self.hash_filter = GEN_SPLITS[canonical]
         self.knobs = GenKnobs(task_types=tuple(task_types) if task_types else TASK_TYPES,
                               num_distractors=num_distractors, num_receptacles=num_receptacles,
