@@ -1,13 +1,13 @@
 """The `lmgym` command (also `python -m lmgym`).
 
     lmgym list                                  ids with one-line descriptions
+    lmgym panels [NAME ...] [--ids]             named evaluation panels with their hashes
     lmgym play ID [--seed S]                    play an env in the terminal
     lmgym rollout ID --agent expert --episodes N --out FILE
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
     lmgym train ppo|lm ...                      trainers (lmgym.training; MDLMs: lm --objective mdlm)
     lmgym serve webshop ...                     WebShop as a web page
     lmgym view PATH [--port P]                  a benchmark run or rollout file as web pages
-    lmgym panels [NAME ...] [--ids]             named evaluation panels with their hashes
 
 Subcommands that need heavy packages import them only when run.
 """
@@ -84,6 +84,25 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- panels --------------------------------------------------------------------------------
+def cmd_panels(args: argparse.Namespace) -> int:
+    """One line per named panel: name, hash, env id, split, size; with ``--ids`` its task ids."""
+    from lmgym.benchmarks.panels import PANELS, named_panel
+
+    for name in args.names or PANELS:
+        spec = named_panel(name)
+        where = f"{spec.env_id} split={spec.split} n={spec.n} {'tasks' if spec.sweep else 'seeds'} 0..{spec.n - 1}"
+        reason = spec.unavailable()
+        if reason:
+            print(f"{name:<22} {'(not here: ' + reason + ')':<64}  {where}")
+            continue
+        panel = spec.build()
+        print(f"{name:<22} {panel.hash}  {where}", flush=True)
+        if args.ids:
+            print("\n".join(f"  {task}" for task in panel.task_ids))
+    return 0
+
+
 # -- play ----------------------------------------------------------------------------------
 def cmd_play(args: argparse.Namespace) -> int:
     from lmgym.play import make_env, play
@@ -122,25 +141,6 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- panels --------------------------------------------------------------------------------
-def cmd_panels(args: argparse.Namespace) -> int:
-    """One line per named panel: name, hash, env id, split, size; with ``--ids`` its task ids."""
-    from lmgym.benchmarks.panels import PANELS, named_panel
-
-    for name in args.names or PANELS:
-        spec = named_panel(name)
-        where = f"{spec.env_id} split={spec.split} n={spec.n} {'tasks' if spec.sweep else 'seeds'} 0..{spec.n - 1}"
-        reason = spec.unavailable()
-        if reason:
-            print(f"{name:<22} {'(not here: ' + reason + ')':<64}  {where}")
-            continue
-        panel = spec.build()
-        print(f"{name:<22} {panel.hash}  {where}", flush=True)
-        if args.ids:
-            print("\n".join(f"  {task}" for task in panel.task_ids))
-    return 0
-
-
 # -- delegated subcommands -----------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
     module = importlib.import_module(TRAINERS[args.trainer])
@@ -152,6 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list environment ids").set_defaults(func=cmd_list)
+
+    panels = sub.add_parser("panels", help="list the named evaluation panels with the hashes of their tasks")
+    panels.add_argument("names", nargs="*", help="panels to list (default: all)")
+    panels.add_argument("--ids", action="store_true", help="also print each panel's task ids, in order")
+    panels.set_defaults(func=cmd_panels)
 
     play = sub.add_parser("play", help="play an environment in the terminal (:help inside lists its commands)")
     play.add_argument("env_id")
@@ -170,11 +175,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rollout.add_argument("--env-kwargs", type=_json_kwargs, default={})
     rollout.add_argument("--quiet", action="store_true")
     rollout.set_defaults(func=cmd_rollout)
-
-    panels = sub.add_parser("panels", help="list the named evaluation panels with the hashes of their tasks")
-    panels.add_argument("names", nargs="*", help="panels to list (default: all)")
-    panels.add_argument("--ids", action="store_true", help="also print each panel's task ids, in order")
-    panels.set_defaults(func=cmd_panels)
 
     # Delegated subcommands import their module only when they are the one being run.
     argv = list(sys.argv[1:] if argv is None else argv)
