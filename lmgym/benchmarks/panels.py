@@ -187,18 +187,17 @@ def contamination(agent_kwargs: dict[str, Any], panel: Panel) -> tuple[bool | No
     on one of the panel's tasks, False when none did (or it loads none), None when a checkpoint
     records no training panels (unknown)."""
     verdict: bool | None = False
-    why = ""
     wanted = set(panel.task_ids)
     for folder in agent_checkpoints(agent_kwargs, panel.env_id):
         seen = trained_task_ids(folder)
         if seen is None:
-            verdict = None if verdict is False else verdict
+            verdict = None  # unknown, unless another checkpoint it loads overlaps
             continue
         overlap = wanted & seen
         if overlap:
             return True, (f"its checkpoint {folder} trained on {len(overlap)} of the panel's {len(wanted)} tasks "
                           f"(panel {panel.hash[:12]})")
-    return verdict, why
+    return verdict, ""
 
 
 def check_contamination(spec) -> dict[tuple[str, str], bool | None]:
