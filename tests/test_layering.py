@@ -17,7 +17,8 @@ LAYERS = {
     "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0,
     "lmgym.envs": 1,
     "lmgym.models": 2,
-    "lmgym.agents": 3, "lmgym.testing": 3,
+    "lmgym.components": 3,
+    "lmgym.agents": 4, "lmgym.testing": 4,
     "lmgym.training": 5,
     "lmgym.integrations": 5,
     "lmgym.benchmarks": 6,
@@ -82,20 +83,25 @@ LOADS_FILES = {"lmgym.envs.alfworld.gen.scenes": "reads the installed alfworld p
 
 
 def script_paths_run(path: Path) -> list[str]:
-    """What `path` does that runs a file by path: runpy, or a file-spec loader, or a path built
-    from a script folder's name (``root / "studies"``, ``"examples/x.py"``)."""
+    """What `path` does that runs a file by path: runpy, a file-spec loader, a path built from a
+    script folder's name (``root / "studies"``, ``Path("examples")``) or a script's path as an argument."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found = [m for m in imports_of(path) if m.split(".")[0] == "runpy"]
+
+    def folder_name(node) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in SCRIPT_FOLDERS
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location" \
                 and module_name(path) not in LOADS_FILES:
             found.append("spec_from_file_location")
-        operands = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else \
-            node.args if isinstance(node, ast.Call) else []
-        for operand in operands:
-            if isinstance(operand, ast.Constant) and isinstance(operand.value, str) and \
-                    operand.value.split("/")[0] in SCRIPT_FOLDERS:
-                found.append(repr(operand.value))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            found += [repr(side.value) for side in (node.left, node.right) if folder_name(side)]
+        if isinstance(node, ast.Call):
+            callee = getattr(node.func, "attr", getattr(node.func, "id", ""))
+            found += [repr(a.value) for a in node.args if callee in ("Path", "join", "joinpath") and folder_name(a)]
+            found += [repr(a.value) for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                      and a.value.split("/")[0] in SCRIPT_FOLDERS and a.value.endswith(".py")]
     return found
 
 
