@@ -109,8 +109,8 @@ def test_the_installed_wheel_runs_the_readme_and_a_tiny_react_episode(fresh, tmp
 
     out = tmp_path / "episode.jsonl"
     episode = run([lmgym, "rollout", "lmgym/ALFWorld-Gen-v0", "--agent", "lm(model=tiny-ar)", "--episodes", "1",
-                   "--out", out, "--env-kwargs", '{"max_episode_steps": 3}', "--quiet"], cwd=tmp_path, env=user_env())
+                   "--out", out, "--env-kwargs", '{"max_episode_steps": 2}', "--quiet"], cwd=tmp_path, env=user_env())
     assert episode.returncode == 0, episode.stderr[-3000:]
     [record] = [json.loads(line) for line in out.read_text().splitlines()]
-    assert record["agent"] == "lm" and record["length"] == 3
+    assert record["agent"] == "lm" and record["length"] == 2
     assert all(step["completion"].strip() and step["action"] for step in record["steps"])
