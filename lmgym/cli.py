@@ -7,6 +7,7 @@
     lmgym train ppo|lm ...                      trainers (lmgym.training; MDLMs: lm --objective mdlm)
     lmgym serve webshop ...                     WebShop as a web page
     lmgym view PATH [--port P]                  a benchmark run or rollout file as web pages
+    lmgym zoo [--verify | --root]               installed models (lmgym.models.zoo)
 
 Subcommands that need heavy packages import them only when run.
 """
@@ -121,6 +122,29 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- zoo -----------------------------------------------------------------------------------
+def cmd_zoo(args: argparse.Namespace) -> int:
+    """The installed models with size and provenance; ``--verify`` checks them, ``--root`` says where."""
+    from lmgym.models import zoo
+
+    root = zoo.root()
+    if args.root:
+        print(root)
+        return 0
+    if args.verify:
+        problems = zoo.verify(root)
+        print("\n".join(problems) if problems else f"{len(zoo.manifest(root))} models in {root} match {zoo.MANIFEST}")
+        return 1 if problems else 0
+    entries, names = zoo.manifest(root), zoo.names()
+    if not names:
+        print(f"no models installed in {root} (set LMGYM_ZOO to a zoo folder, such as a clone's zoo/)")
+    for name in names:
+        entry = entries[name]
+        print(f"{name}  {entry['bytes'] / 1e6:.1f} MB, {len(entry['files'])} files\n"
+              f"    command: {entry['command']}\n    data: {entry['data']}")
+    return 0
+
+
 # -- delegated subcommands -----------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
     module = importlib.import_module(TRAINERS[args.trainer])
@@ -150,6 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rollout.add_argument("--env-kwargs", type=_json_kwargs, default={})
     rollout.add_argument("--quiet", action="store_true")
     rollout.set_defaults(func=cmd_rollout)
+
+    zoo = sub.add_parser("zoo", help="list the installed models with their training command and data")
+    what = zoo.add_mutually_exclusive_group()
+    what.add_argument("--verify", action="store_true", help="check every file against the manifest's sha256 (exit 1 on a problem)")
+    what.add_argument("--root", action="store_true", help="print the zoo folder ($LMGYM_ZOO, else the checkout's zoo/)")
+    zoo.set_defaults(func=cmd_zoo)
 
     # Delegated subcommands import their module only when they are the one being run.
     argv = list(sys.argv[1:] if argv is None else argv)
