@@ -6,20 +6,39 @@ evaluation of the trained policy against the random agent on the same seeds.
 
 The env is the text env wrapped by `lmgym.envs.sb3_wrappers` (admissible actions as
 ``Discrete(N)`` with ``action_masks()``; task, observation and action texts as token ids), the
-policy (`lmgym.components.sb3.SlotScoringPolicy`) scores each admissible action by its text. sb3-contrib's MaskablePPO
-gives masked actions zero probability, so the policy only ever plays admissible commands.
+policy (`lmgym.components.sb3.SlotScoringPolicy`) scores each admissible action by its text.
+sb3-contrib's MaskablePPO gives masked actions zero probability, so the policy only ever plays
+admissible commands.
 
-Outputs in ``--out``: ``progress.csv`` (SB3's ``rollout/``, ``train/``, ``time/`` metrics),
+The shared loop (`lmgym.training.loop`) supplies its logging, saving, seconds and resume here,
+not its optimisation: `run_loop` owns the optimiser, the learning-rate schedule, gradient
+clipping and one update per step, while SB3's ``learn`` owns all four (Adam inside the policy,
+its own schedule and ``max_grad_norm``) and alternates whole rollouts (``n_steps`` x
+``num_envs`` env steps) with ``n_epochs`` of minibatch updates; driving it from the loop's step
+would mean re-implementing PPO. So ``learn`` runs once, and the loop's `Attempt` rides in it as
+an SB3 callback (`LoopCallback`): after each update a row of ``metrics.jsonl`` (``train/step``
+is the env steps; SB3's ``train/`` keys; ``rollout/ep_rew_mean``, ``rollout/success_rate`` over
+the last 100 training episodes; ``time/seconds`` over every attempt), and every
+``--checkpoint-every`` env steps and at the end ``checkpoint/`` (``model.zip``, the policy and
+its optimiser, beside the loop's meta: step, ``train_seconds``), replaced atomically. A run
+whose ``checkpoint/`` exists continues from it with SB3's ``reset_num_timesteps=False``; SB3
+saves neither the envs' state nor the random streams, so a resumed run continues the policy and
+its optimiser exactly, but its episodes start afresh (the same seed gives the same resumed run).
+
+Outputs in ``--out``: ``metrics.jsonl``, ``progress.csv`` (SB3's ``rollout/``, ``train/``,
+``time/`` metrics; a resumed run keeps the earlier one as ``progress-until-STEP.csv``),
 ``learning_curve.csv`` (one row per finished training episode), ``learning_curve.png``,
-``checkpoints/``, ``model.zip``, ``encoder.json`` (what `lmgym.agents.ppo_agent.PPOAgent`
-needs to rebuild the observations), ``config.json`` and ``eval.json``.
+``checkpoint/``, ``model.zip``, ``encoder.json`` (what `lmgym.agents.ppo_agent.PPOAgent` needs
+to rebuild the observations), ``config.json`` and ``eval.json``.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +48,7 @@ import numpy as np
 import torch
 import tyro
 from sb3_contrib import MaskablePPO
-from stable_baselines3.common.callbacks import BaseCallback, CheckpointCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -38,8 +57,10 @@ from lmgym.agents.base import Agent, RandomAgent
 from lmgym.agents.ppo_agent import ENCODER_FILE, PPOAgent
 from lmgym.agents.runner import run_episode
 from lmgym.envs.sb3_wrappers import TokenEncoder, admissible_slots, make_sb3_env
-from lmgym.io import atomic_write_json, atomic_write_text
 from lmgym.components.sb3 import SlotScoringPolicy
+from lmgym.io import atomic_folder, atomic_write_json, atomic_write_text
+from lmgym.models.checkpoints import META_FILE
+from lmgym.training.loop import Attempt
 
 
 @dataclass
@@ -96,7 +117,9 @@ class PPOConfig:
     out: str = "runs/ppo"
     """output folder"""
     checkpoint_every: int = 10_000
-    """save a checkpoint every this many env steps (0: none)"""
+    """save OUT/checkpoint every this many env steps (0: only at the end)"""
+    resume: bool = True
+    """continue from OUT/checkpoint when it exists (the policy and its optimiser; not the envs' or the random streams' state)"""
     eval_episodes: int = 20
     """episodes of the final evaluation, PPO vs random on the same seeds (0: skip)"""
     quiet: bool = False
@@ -130,13 +153,44 @@ class ProgressLine(BaseCallback):
         return True
 
 
+class LoopCallback(BaseCallback):
+    """The shared loop's logging and saving inside SB3's ``learn``: after each policy update (at
+    the next rollout's start, and once more after the last), a row of ``metrics.jsonl``: SB3's
+    ``train/`` values of that update, ``rollout/`` statistics of the last 100 training episodes
+    and the loop's ``time/seconds``; every `every` env steps, ``OUT/checkpoint``."""
+
+    def __init__(self, attempt: Attempt, curve: "LearningCurveCallback", every: int, save: Callable[[int], None]):
+        super().__init__()
+        self.attempt, self.curve, self.every, self.save = attempt, curve, every, save
+        self.next_save = (attempt.start // every + 1) * every if every else 0
+
+    def record(self) -> None:
+        if self.num_timesteps == self.attempt.start:
+            return  # no update yet in this attempt
+        recent = self.curve.rows[-100:]
+        rollout = {"rollout/episodes": len(self.curve.rows),
+                   "rollout/ep_rew_mean": float(np.mean([r["return"] for r in recent])) if recent else None,
+                   "rollout/success_rate": float(np.mean([r["won"] for r in recent])) if recent else None}
+        updates = {k: float(v) for k, v in self.model.logger.name_to_value.items() if k.startswith("train/")}
+        self.attempt.write({"train/step": self.num_timesteps, **updates, **rollout})
+
+    def _on_rollout_start(self) -> None:
+        self.record()
+        if self.every and self.num_timesteps >= self.next_save:
+            self.save(self.num_timesteps)
+            self.next_save += self.every
+
+    def _on_step(self) -> bool:
+        return True
+
+
 class LearningCurveCallback(BaseCallback):
     """Appends one row per finished training episode: timestep, return, length, won."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, rows: list[dict]):
         super().__init__()
         self.path = path
-        self.rows: list[dict] = []
+        self.rows = rows  # an interrupted run's rows up to its checkpoint
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -150,6 +204,15 @@ class LearningCurveCallback(BaseCallback):
             writer = csv.DictWriter(f, fieldnames=["timestep", "return", "length", "won"])
             writer.writeheader()
             writer.writerows(self.rows)
+
+
+def read_curve(path: Path, until: int) -> list[dict]:
+    """The rows of a learning curve written by `LearningCurveCallback` up to timestep `until`."""
+    if not until or not path.exists():
+        return []
+    with open(path, newline="") as f:
+        return [{"timestep": int(r["timestep"]), "return": float(r["return"]), "length": int(r["length"]),
+                 "won": r["won"] == "True"} for r in csv.DictReader(f) if int(r["timestep"]) <= until]
 
 
 def evaluate(env_id: str, agent: Agent, seeds: list[int], env_kwargs: dict, max_episode_steps: int | None) -> float:
@@ -191,12 +254,20 @@ def plot_learning_curve(rows: list[dict], path: Path, title: str, reference: dic
     plt.close(fig)
 
 
+def save_zip(model: MaskablePPO, path: Path) -> None:
+    """``model.save`` through a temporary file renamed over `path` (atomic)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    model.save(tmp)
+    os.replace(tmp, path)
+
+
 def train(config: PPOConfig) -> dict:
-    """Train, save and evaluate; return the evaluation dict written to ``eval.json``."""
+    """Train (or resume), save and evaluate; return the evaluation dict written to ``eval.json``."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     env_kwargs = json.loads(config.env_kwargs)
     atomic_write_json(out / "config.json", asdict(config))
+    attempt = Attempt(config)  # the step to resume from, metrics.jsonl, the seconds of every attempt
 
     # ---- seeding: SB3 seeds torch/numpy/random and each env (seed + i) from `seed` ----------
     torch.set_num_threads(config.threads)
@@ -217,40 +288,50 @@ def train(config: PPOConfig) -> dict:
 
     vec_env = DummyVecEnv([make_env for _ in range(config.num_envs)])
 
-    # ---- model ---------------------------------------------------------------------------
-    model = MaskablePPO(
-        SlotScoringPolicy, vec_env, learning_rate=config.learning_rate, n_steps=config.n_steps,
-        batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
-        gae_lambda=config.gae_lambda, ent_coef=config.ent_coef, seed=config.seed, device="cpu",
-        policy_kwargs={"features_extractor_kwargs": {"embed_dim": config.embed_dim, "hidden": config.hidden},
-                       "value_hidden": config.hidden},
-    )
-    if config.init_from:
-        model.set_parameters(config.init_from, exact_match=True, device="cpu")
+    # ---- model: resumed from OUT/checkpoint, or new (optionally from an earlier run's policy) ----
+    if attempt.start:
+        model = MaskablePPO.load(attempt.checkpoint / "model.zip", env=vec_env, device="cpu")
+    else:
+        model = MaskablePPO(
+            SlotScoringPolicy, vec_env, learning_rate=config.learning_rate, n_steps=config.n_steps,
+            batch_size=config.batch_size, n_epochs=config.n_epochs, gamma=config.gamma,
+            gae_lambda=config.gae_lambda, ent_coef=config.ent_coef, seed=config.seed, device="cpu",
+            policy_kwargs={"features_extractor_kwargs": {"embed_dim": config.embed_dim, "hidden": config.hidden},
+                           "value_hidden": config.hidden},
+        )
+        if config.init_from:
+            model.set_parameters(config.init_from, exact_match=True, device="cpu")
+    if attempt.start and (out / "progress.csv").exists():  # SB3's CSV writer starts its file afresh
+        os.replace(out / "progress.csv", out / f"progress-until-{attempt.start}.csv")
     model.set_logger(configure(str(out), ["csv"] if config.quiet else ["csv", "stdout"]))
 
-    # ---- callbacks: learning curve, checkpoints ------------------------------------------
-    curve = LearningCurveCallback(out / "learning_curve.csv")
-    callbacks: list[BaseCallback] = [curve]
+    def save(step: int) -> None:
+        with atomic_folder(attempt.checkpoint) as tmp:
+            model.save(tmp / "model.zip")
+            atomic_write_json(tmp / META_FILE, {"train_config": asdict(config), **attempt.meta(step)})
+
+    # ---- callbacks: learning curve, metrics.jsonl and OUT/checkpoint ------------------------
+    curve = LearningCurveCallback(out / "learning_curve.csv", read_curve(out / "learning_curve.csv", attempt.start))
+    loop = LoopCallback(attempt, curve, config.checkpoint_every, save)
+    callbacks: list[BaseCallback] = [curve, loop]
     if config.progress_every:
         rollout = config.n_steps * config.num_envs  # SB3 trains whole rollouts: steps rounded up
         callbacks.append(ProgressLine(config.progress_every, -(-config.steps // rollout) * rollout, curve))
-    if config.checkpoint_every:
-        callbacks.append(CheckpointCallback(max(config.checkpoint_every // config.num_envs, 1),
-                                            str(out / "checkpoints"), name_prefix="ppo"))
 
-    # ---- training --------------------------------------------------------------------------
-    start = time.perf_counter()
-    model.learn(total_timesteps=config.steps, callback=callbacks)
-    train_seconds = time.perf_counter() - start
-    model.save(out / "model.zip")
+    # ---- training ----------------------------------------------------------------------------
+    if model.num_timesteps < config.steps:
+        model.learn(total_timesteps=config.steps - model.num_timesteps, callback=callbacks,
+                    reset_num_timesteps=not attempt.start)
+        loop.record()  # the last update's row
+        save(model.num_timesteps)
+    save_zip(model, out / "model.zip")
     vec_env.close()
 
     # ---- evaluation: PPO vs random on the same seeds ---------------------------------------
     result = {"env_id": config.env_id, "env_kwargs": env_kwargs, "steps": config.steps,
               "timesteps": model.num_timesteps,  # steps rounded up to whole rollouts
-              "train_seconds": round(train_seconds, 2), "training_episodes": len(curve.rows),
-              "eval_seeds": [], "success": {}}
+              "train_seconds": round(attempt.seconds(), 2),
+              "training_episodes": len(curve.rows), "eval_seeds": [], "success": {}}
     if config.eval_episodes:
         seeds = [10_000 + config.seed + k for k in range(config.eval_episodes)]
         result["eval_seeds"] = [seeds[0], seeds[-1]]
