@@ -1,6 +1,6 @@
-"""Train MaskablePPO on an lmgym env: ``lmgym train ppo ENV_ID --steps N``.
+"""Train MaskablePPO (sb3-contrib) on an lmgym env's admissible actions.
 
-One readable file in the CleanRL manner: a config dataclass whose field docstrings are the
+``lmgym train ppo ENV_ID --steps N``. One readable file in the CleanRL manner: a config dataclass whose field docstrings are the
 ``--help`` (through tyro), then seeding, the env, the model, the callbacks, training, and an
 evaluation of the trained policy against the random agent on the same seeds.
 
@@ -132,43 +132,30 @@ class PPOConfig:
     settings must match the earlier run's)"""
 
 
-class ProgressLine(BaseCallback):
-    """Prints ``step k/N: E episodes, the last 20 won W%, S s`` every `every` env steps."""
-
-    def __init__(self, every: int, total: int, curve: "LearningCurveCallback"):
-        super().__init__()
-        self.every, self.total, self.curve = every, total, curve
-        self.next = every
-
-    def _on_training_start(self) -> None:
-        self.started = time.perf_counter()
-
-    def _on_step(self) -> bool:
-        if self.num_timesteps >= self.next:
-            recent = self.curve.rows[-20:]
-            won = f", the last {len(recent)} won {sum(r['won'] for r in recent) / len(recent):.0%}" if recent else ""
-            print(f"  step {self.num_timesteps}/{self.total}: {len(self.curve.rows)} episodes{won}, "
-                  f"{time.perf_counter() - self.started:.0f} s", flush=True)
-            self.next += self.every
-        return True
-
-
 class LoopCallback(BaseCallback):
-    """The shared loop's logging and saving inside SB3's ``learn``: after each policy update (at
-    the next rollout's start, and once more after the last), a row of ``metrics.jsonl``: SB3's
-    ``train/`` values of that update, ``rollout/`` statistics of the last 100 training episodes
-    and the loop's ``time/seconds``; every `every` env steps, ``OUT/checkpoint``."""
+    """The shared loop's parts inside SB3's ``learn``. Per finished training episode, a row of the
+    learning curve (timestep, return, length, won: ``learning_curve.csv``); after each policy
+    update (at the next rollout's start, and once more after the last, `record`), a row of
+    ``metrics.jsonl``; every ``--checkpoint-every`` env steps, ``OUT/checkpoint`` (`save`);
+    every ``--progress-every`` env steps, ``step k/N: E episodes, the last 20 won W%, S s``."""
 
-    def __init__(self, attempt: Attempt, curve: "LearningCurveCallback", every: int, save: Callable[[int], None]):
+    def __init__(self, config: PPOConfig, attempt: Attempt, save: Callable[[int], None]):
         super().__init__()
-        self.attempt, self.curve, self.every, self.save = attempt, curve, every, save
-        self.next_save = (attempt.start // every + 1) * every if every else 0
+        self.attempt, self.save, self.path = attempt, save, Path(config.out) / "learning_curve.csv"
+        self.rows = read_curve(self.path, attempt.start)  # an interrupted run's rows up to its checkpoint
+        rollout = config.n_steps * config.num_envs  # SB3 trains whole rollouts: steps rounded up
+        self.total = -(-config.steps // rollout) * rollout
+        self.save_every, self.progress_every = config.checkpoint_every, config.progress_every
+        self.next_save = (attempt.start // self.save_every + 1) * self.save_every if self.save_every else 0
+        self.next_line = (attempt.start // self.progress_every + 1) * self.progress_every if self.progress_every else 0
 
     def record(self) -> None:
+        """A row of ``metrics.jsonl``: SB3's ``train/`` values of the last update, the ``rollout/``
+        statistics of the last 100 training episodes, the loop's ``time/seconds``."""
         if self.num_timesteps == self.attempt.start:
             return  # no update yet in this attempt
-        recent = self.curve.rows[-100:]
-        rollout = {"rollout/episodes": len(self.curve.rows),
+        recent = self.rows[-100:]
+        rollout = {"rollout/episodes": len(self.rows),
                    "rollout/ep_rew_mean": float(np.mean([r["return"] for r in recent])) if recent else None,
                    "rollout/success_rate": float(np.mean([r["won"] for r in recent])) if recent else None}
         updates = {k: float(v) for k, v in self.model.logger.name_to_value.items() if k.startswith("train/")}
@@ -176,27 +163,21 @@ class LoopCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         self.record()
-        if self.every and self.num_timesteps >= self.next_save:
+        if self.save_every and self.num_timesteps >= self.next_save:
             self.save(self.num_timesteps)
-            self.next_save += self.every
-
-    def _on_step(self) -> bool:
-        return True
-
-
-class LearningCurveCallback(BaseCallback):
-    """Appends one row per finished training episode: timestep, return, length, won."""
-
-    def __init__(self, path: Path, rows: list[dict]):
-        super().__init__()
-        self.path = path
-        self.rows = rows  # an interrupted run's rows up to its checkpoint
+            self.next_save += self.save_every
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
             if "episode" in info:  # set by Monitor when an episode ends
                 self.rows.append({"timestep": self.num_timesteps, "return": float(info["episode"]["r"]),
                                   "length": int(info["episode"]["l"]), "won": bool(info["episode"].get("won", False))})
+        if self.progress_every and self.num_timesteps >= self.next_line:
+            recent = self.rows[-20:]
+            won = f", the last {len(recent)} won {sum(r['won'] for r in recent) / len(recent):.0%}" if recent else ""
+            print(f"  step {self.num_timesteps}/{self.total}: {len(self.rows)} episodes{won}, "
+                  f"{time.time() - self.attempt.started:.0f} s", flush=True)
+            self.next_line += self.progress_every
         return True
 
     def _on_training_end(self) -> None:
@@ -207,7 +188,7 @@ class LearningCurveCallback(BaseCallback):
 
 
 def read_curve(path: Path, until: int) -> list[dict]:
-    """The rows of a learning curve written by `LearningCurveCallback` up to timestep `until`."""
+    """The rows of a learning curve written by `LoopCallback` up to timestep `until`."""
     if not until or not path.exists():
         return []
     with open(path, newline="") as f:
@@ -310,18 +291,10 @@ def train(config: PPOConfig) -> dict:
             model.save(tmp / "model.zip")
             atomic_write_json(tmp / META_FILE, {"train_config": asdict(config), **attempt.meta(step)})
 
-    # ---- callbacks: learning curve, metrics.jsonl and OUT/checkpoint ------------------------
-    curve = LearningCurveCallback(out / "learning_curve.csv", read_curve(out / "learning_curve.csv", attempt.start))
-    loop = LoopCallback(attempt, curve, config.checkpoint_every, save)
-    callbacks: list[BaseCallback] = [curve, loop]
-    if config.progress_every:
-        rollout = config.n_steps * config.num_envs  # SB3 trains whole rollouts: steps rounded up
-        callbacks.append(ProgressLine(config.progress_every, -(-config.steps // rollout) * rollout, curve))
-
-    # ---- training ----------------------------------------------------------------------------
+    # ---- training: the learning curve, metrics.jsonl and OUT/checkpoint from a callback -------
+    loop = LoopCallback(config, attempt, save)
     if model.num_timesteps < config.steps:
-        model.learn(total_timesteps=config.steps - model.num_timesteps, callback=callbacks,
-                    reset_num_timesteps=not attempt.start)
+        model.learn(total_timesteps=config.steps - model.num_timesteps, callback=loop, reset_num_timesteps=not attempt.start)
         loop.record()  # the last update's row
         save(model.num_timesteps)
     save_zip(model, out / "model.zip")
@@ -331,14 +304,14 @@ def train(config: PPOConfig) -> dict:
     result = {"env_id": config.env_id, "env_kwargs": env_kwargs, "steps": config.steps,
               "timesteps": model.num_timesteps,  # steps rounded up to whole rollouts
               "train_seconds": round(attempt.seconds(), 2),
-              "training_episodes": len(curve.rows), "eval_seeds": [], "success": {}}
+              "training_episodes": len(loop.rows), "eval_seeds": [], "success": {}}
     if config.eval_episodes:
         seeds = [10_000 + config.seed + k for k in range(config.eval_episodes)]
         result["eval_seeds"] = [seeds[0], seeds[-1]]
         for name, agent in (("ppo", PPOAgent(str(out / "model.zip"))), ("random", RandomAgent())):
             result["success"][name] = evaluate(config.env_id, agent, seeds, env_kwargs, config.max_episode_steps)
     atomic_write_json(out / "eval.json", result)
-    plot_learning_curve(curve.rows, out / "learning_curve.png", f"MaskablePPO on {config.env_id}", result["success"])
+    plot_learning_curve(loop.rows, out / "learning_curve.png", f"MaskablePPO on {config.env_id}", result["success"])
     atomic_write_text(out / "README.txt", f"MaskablePPO on {config.env_id}: {json.dumps(result['success'])}\n")
     return result
 
