@@ -6,9 +6,9 @@ data, and hands `run_loop` the trainable parameters and a ``step(k, generator)``
 step k's loss and its gradients. `run_loop`, read top to bottom:
 
 1. Resume: a run whose checkpoint folder (``OUT/checkpoint``) records a step continues from it.
-   The trainer loads the weights from `resume_from`; the loop loads the optimiser state and the
-   seconds and tokens trained so far, and drops the rows of ``OUT/metrics.jsonl`` past the
-   step (`lmgym.io.rewind_log`), so each step is logged once.
+   The trainer loads the weights from `resume_from`; the loop (its `Attempt`) loads the
+   optimiser state and the seconds and totals of the earlier attempts, and drops the rows of
+   ``OUT/metrics.jsonl`` past the step (`lmgym.io.rewind_log`), so each step is logged once.
 2. The optimiser: AdamW (``--weight-decay``, ``--betas``) over the trainable parameters.
 3. Step k: a generator seeded with (seed, k) from which the trainer draws everything random
    in the step (the batch, masks, samples), so a resumed run continues exactly; the learning
