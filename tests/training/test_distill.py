@@ -256,7 +256,7 @@ def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teache
     a = load_checkpoint(tmp_path / "a" / "checkpoint")[0].state_dict()
     b = load_checkpoint(tmp_path / "b" / "checkpoint")[0].state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    with interrupt_training(distill, 4):
+    with interrupt_training(4):
         distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
     assert read_meta(tmp_path / "cut" / "checkpoint")["step"] == 3
     before = read_meta(tmp_path / "cut" / "checkpoint")["train_seconds"]
