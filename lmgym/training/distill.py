@@ -57,6 +57,7 @@ from transformers import PreTrainedTokenizerBase
 from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
 from lmgym.io import atomic_folder
+from lmgym.models import zoo
 from lmgym.models.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.models.generation import generate
 from lmgym.models.networks import TinyConfig, build_model, llama_config
@@ -330,8 +331,8 @@ def student_size(cfg: DistillConfig, max_positions: int) -> TinyConfig:
 
 
 def check(cfg: DistillConfig) -> None:
-    if not cfg.teacher or not (Path(cfg.teacher) / "config.json").is_file():
-        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder (config.json missing)")
+    if not cfg.teacher or not (zoo.resolve(cfg.teacher) / "config.json").is_file():
+        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder or zoo name (config.json missing)")
     if not cfg.data:
         raise InputError("no --data rollout files given")
     for path in cfg.data:

@@ -46,9 +46,11 @@ def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
-    folder = Path(model)
+    from lmgym.models import zoo
+
+    folder = zoo.resolve(model)  # a zoo name ("react/alfworld-ar") or a folder
     if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder or 'smollm2')")
+        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, a zoo name or 'smollm2')")
     from lmgym.models.checkpoints import load_checkpoint
 
     loaded, tokenizer, _ = load_checkpoint(folder, device=device, dtype=dtype)
