@@ -32,10 +32,10 @@ import torch
 import tyro
 from tqdm.auto import tqdm
 
-from lmgym.agents.prompts import Turn
 from lmgym.agents.preact import CLOSE, OPEN, TurnLayout, call_text, turn_prompt
 from lmgym.io import append_jsonl, rewind_log
 from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.react import Turn
 from lmgym.rollouts import Episode
 from lmgym.training.lm import LMTrainConfig, build, collate, learning_rate, load_data, mdlm_loss
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example

@@ -56,13 +56,13 @@ import tyro
 from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
 from lmgym.io import append_jsonl, atomic_folder, rewind_log
 from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
 from lmgym.models.generation import generate
 from lmgym.models.networks import TinyConfig, build_model, llama_config
 from lmgym.models.tokenizer import positions_for
+from lmgym.react import PromptProfile
 from lmgym.training.lm import collate as lm_collate, learning_rate, load_data
 from lmgym.training.objectives import masked_mean
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example, encode_episode
