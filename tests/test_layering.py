@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lmgym"
 
 LAYERS = {
     "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0, "lmgym.react": 0,
+    "lmgym.stats": 0,
     "lmgym.envs": 1,
     "lmgym.models": 2,
     "lmgym.agents": 3, "lmgym.testing": 3,

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from lmgym.models import zoo
-from lmgym.benchmarks.report import mcnemar_exact
 from lmgym.errors import InputError
 from lmgym.io import read_jsonl
 from lmgym.models.checkpoints import load_checkpoint, read_meta
+from lmgym.stats import mcnemar_exact
 from lmgym.training import distill
 from lmgym.training.transcripts import ACT, REASON
 
