@@ -21,8 +21,6 @@ from lmgym.data import data_root
 from lmgym.entrypoints import load_entry_point
 from lmgym.react import DEFAULT_PROMPT, ReActPrompt
 
-NAMESPACE = "lmgym"
-
 
 @dataclass(frozen=True)
 class EnvEntry:

@@ -5,8 +5,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from lmgym.benchmarks.backends.processes import ProcessBackend
 from lmgym.benchmarks.backends.worker import chunk_jobs
 from lmgym.benchmarks.rows import Job
