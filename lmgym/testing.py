@@ -20,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from lmgym.envs.core import INFO_KEYS
+from lmgym.envs.registry import unavailable_reason  # noqa: F401  the kit's skip reason (tests call testing.unavailable_reason)
 
 #: Actions no env may raise on: empty, huge, unicode, brackets, control characters.
 JUNK_ACTIONS: tuple[str, ...] = (

@@ -4,7 +4,7 @@ import gymnasium as gym
 import pytest
 
 import lmgym  # noqa: F401
-from lmgym.agents import demonstrations
+from lmgym.agents import ExpertAgent, demonstrations
 from lmgym.agents.demonstrations import demonstration_of, family_demonstrations, play_demonstrations
 from lmgym.agents.lm import LMAgent
 from lmgym.agents.runner import run_episode
@@ -29,7 +29,7 @@ def test_the_familys_demonstrations_are_won_training_episodes_played_once():
 
 
 def test_a_rollout_becomes_a_demonstration():
-    episode = run_episode(gym.make("lmgym/KeyDoor-v0"), lmgym.agents.ExpertAgent(), seed=3)
+    episode = run_episode(gym.make("lmgym/KeyDoor-v0"), ExpertAgent(), seed=3)
     demo = demonstration_of(episode)
     assert demo.task == episode.task and [t.observation for t in demo.turns] == [s.observation for s in episode.steps]
     assert [t.completion for t in demo.turns] == [s.completion for s in episode.steps]
