@@ -1,9 +1,10 @@
 """Imports only go downward: base <- envs <- models <- components <- agents <- training <- benchmarks <- cli.
 
 Every import statement in the package counts, including those inside functions, so a lazy
-upward import fails as well. lmgym.envs also never imports torch or transformers: the envs
-work without them; lmgym.models imports no env (a language model knows no task). No package
-file runs a script of the repository by path (examples/, studies/): the package works installed.
+upward import fails as well. lmgym.envs and the base layer (lmgym.react, the ReAct format,
+among it) never import torch or transformers: they work without them; lmgym.models imports no
+env (a language model knows no task). No package file runs a script of the repository by path
+(examples/, studies/): the package works installed.
 """
 
 import ast
@@ -14,7 +15,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "lmgym"
 
 LAYERS = {
-    "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0,
+    "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0, "lmgym.react": 0,
+    "lmgym.stats": 0,
     "lmgym.envs": 1,
     "lmgym.models": 2,
     "lmgym.components": 3,
@@ -62,11 +64,11 @@ def test_imports_only_go_downward(path):
     assert not upward, f"{module_name(path)} (layer {own}) imports upward: {upward}"
 
 
-@pytest.mark.parametrize("path", [p for p in SOURCES if module_name(p).startswith("lmgym.envs")],
+@pytest.mark.parametrize("path", [p for p in SOURCES if layer_of(module_name(p)) in (0, 1)],
                          ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_envs_import_no_neural_packages(path):
+def test_envs_and_the_base_import_no_neural_packages(path):
     neural = [m for m in imports_of(path) if m.split(".")[0] in NEURAL]
-    assert not neural, f"{module_name(path)} imports {neural}; lmgym.envs must work without torch"
+    assert not neural, f"{module_name(path)} imports {neural}; lmgym.envs and the base layer must work without torch"
 
 
 def test_the_walker_catches_an_upward_import(tmp_path):

@@ -50,10 +50,9 @@ from typing import Any, Literal
 import torch
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.agents.prompts import Turn, render_messages
 from lmgym.models import zoo
 from lmgym.models.tokenizer import chat_prompt_ids
-from lmgym.rollouts import Span
+from lmgym.react import Span, Turn, render_messages
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 #: Where `lmgym.training.agentic_sft` (``--install``) puts the HotPotQA-Gen model.

@@ -30,8 +30,6 @@ from lmgym.envs.registry import ENVS, family_of, unavailable_reason
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
-#: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
-EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
 
 
 def missing_requirement(env_id: str) -> str | None:
@@ -110,7 +108,7 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
 
 def _split_variants(env_id: str) -> list[dict[str, Any]]:
     """Kwargs selecting each evaluation split of `env_id` (``[{}]`` when it has no ``split``)."""
-    splits = EVAL_SPLITS.get(family_of(env_id))
+    splits = ENVS[env_id].eval_splits
     entry_point = gym.spec(env_id).entry_point
     if not splits or not isinstance(entry_point, str):
         return [{}]

@@ -28,10 +28,10 @@ from functools import partial
 
 import torch
 
-from lmgym.agents.prompts import Turn
 from lmgym.agents.preact import CLOSE, OPEN, TurnLayout, call_text, turn_prompt
 from lmgym.errors import InputError
 from lmgym.models.checkpoints import load_checkpoint, save_checkpoint
+from lmgym.react import Turn
 from lmgym.rollouts import Episode
 from lmgym.training.lm import LMTrainConfig, build, collate, load_data, mdlm_loss
 from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop

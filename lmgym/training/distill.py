@@ -54,7 +54,6 @@ import torch
 import torch.nn.functional as F
 from transformers import PreTrainedTokenizerBase
 
-from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
 from lmgym.io import atomic_folder
 from lmgym.models import zoo
@@ -62,6 +61,7 @@ from lmgym.models.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.models.generation import generate
 from lmgym.models.networks import TinyConfig, build_model, llama_config
 from lmgym.models.tokenizer import positions_for
+from lmgym.react import PromptProfile
 from lmgym.training.lm import collate as lm_collate, load_data
 from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
 from lmgym.training.objectives import masked_mean

@@ -57,9 +57,10 @@ from lmgym.models.networks import (
     smollm2_folder,
 )
 from lmgym.models.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, positions_for, prompt_ids, train_bpe_tokenizer
-from lmgym.agents.prompts import PromptProfile, load_family_prompt, system_text
-from lmgym.envs.registry import family_of
-from lmgym.rollouts import Episode, format_completion
+from lmgym.agents.demonstrations import family_demonstrations
+from lmgym.envs.registry import family_of, family_prompt
+from lmgym.react import PromptProfile, format_completion, system_text
+from lmgym.rollouts import Episode
 from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
 from lmgym.training.lora import add_lora, trainable_parameters
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, ROLE_NAMES, Example, encode_episodes
@@ -147,7 +148,8 @@ def corpus_texts(records: list[tuple[str, str]], episodes: list[Episode], cfg: "
             yield step.completion or format_completion(step.reasoning, step.action)[0]
     if episodes and (cfg.instructions or cfg.few_shot):
         for family in sorted({family_of(e.env_id) for e in episodes}):
-            yield system_text(load_family_prompt(family), instructions=cfg.instructions, few_shot=cfg.few_shot)
+            prompt = family_prompt(family)
+            yield system_text(prompt, instructions=cfg.instructions, demonstrations=family_demonstrations(prompt, cfg.few_shot))
 
 
 def prompt_profile(cfg: "LMTrainConfig") -> PromptProfile:
