@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context  # noqa: E402
 from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, teacher_edit  # noqa: E402
-from lmgym.benchmarks.report import wilson_interval  # noqa: E402
 from lmgym.envs.promptedit.edits import EditLibrary, apply_edit  # noqa: E402
 from lmgym.envs.promptedit.generators import RuleBasedGenerator  # noqa: E402
 from lmgym.envs.promptedit.judge import JudgeCluster  # noqa: E402
 from lmgym.envs.promptedit.tasks import LOADERS, load_task  # noqa: E402
+from lmgym.stats import wilson_interval  # noqa: E402
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--per-task", type=int, default=40)

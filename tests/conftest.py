@@ -1,4 +1,3 @@
-import contextlib
 import os
 from pathlib import Path
 
@@ -57,28 +56,3 @@ def tiny_preact_folder(tmp_path_factory, teacher_hotpotqa_file):
                            num_layers=2, num_heads=2, reason_tokens=128, call_tokens=40, steps=2, batch_size=4,
                            warmup=1, quiet=True))
     return out / "checkpoint"
-
-
-@pytest.fixture
-def interrupt_training(monkeypatch):
-    """``with interrupt_training(trainer_module, step): train(...)``: the trainer raises
-    KeyboardInterrupt (what Ctrl-C raises) when its learning-rate schedule reaches `step`, which
-    the block expects; the schedule is restored after, so the next run resumes."""
-
-    @contextlib.contextmanager
-    def interrupt(module, step: int):
-        schedule = module.learning_rate
-
-        def interrupted(cfg, at, **kwargs):
-            if at == step:
-                raise KeyboardInterrupt
-            return schedule(cfg, at, **kwargs)
-
-        monkeypatch.setattr(module, "learning_rate", interrupted)
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                yield
-        finally:
-            monkeypatch.setattr(module, "learning_rate", schedule)
-
-    return interrupt

@@ -30,8 +30,6 @@ from lmgym.envs.registry import ENVS, family_of, unavailable_reason
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
-#: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
-EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev", "test")}
 
 
 def missing_requirement(env_id: str) -> str | None:
@@ -110,7 +108,7 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
 
 def _split_variants(env_id: str) -> list[dict[str, Any]]:
     """Kwargs selecting each evaluation split of `env_id` (``[{}]`` when it has no ``split``)."""
-    splits = EVAL_SPLITS.get(family_of(env_id))
+    splits = ENVS[env_id].eval_splits
     entry_point = gym.spec(env_id).entry_point
     if not splits or not isinstance(entry_point, str):
         return [{}]
@@ -130,7 +128,7 @@ def full_suite() -> BenchmarkSpec:
             notes.append(reason)
             continue
         for kwargs in _split_variants(env_id):
-            found = probe(env_id, kwargs)
+            found = probe(env_id, EnvSpec(env_id, kwargs).make_kwargs)  # what the runner will make
             if found.error or not found.num_tasks:  # nothing to sweep: seeded episodes (an error shows in them)
                 envs.append(_env(env_id, found, kwargs=kwargs, episodes=DEFAULT_EPISODES))
             else:

@@ -24,12 +24,12 @@ import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from transformers import DynamicCache
 
 from lmgym.models.backends import Completion, LocalBackend, Prompt, SamplingParams
+from lmgym.models.batching import left_pad
 from lmgym.models.generation import crop_cache, cut_at_stop, generate
 from lmgym.models.networks import best_device_and_dtype
 
@@ -46,9 +46,11 @@ def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
-    folder = Path(model)
+    from lmgym.models import zoo
+
+    folder = zoo.resolve(model)  # a zoo name ("react/alfworld-ar") or a folder
     if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder or 'smollm2')")
+        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, a zoo name or 'smollm2')")
     from lmgym.models.checkpoints import load_checkpoint
 
     loaded, tokenizer, _ = load_checkpoint(folder, device=device, dtype=dtype)
@@ -152,14 +154,8 @@ class HFBackend(LocalBackend):
             cache, cache_mask = template, None
         else:
             cache, cache_mask = batch_cache(caches, reused, template) if template is not None else (None, None)
-        new_parts = [ids[keep:] for ids, keep in zip(all_ids, reused)]
-        width = max(len(part) for part in new_parts)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, part in enumerate(new_parts):
-            input_ids[row, width - len(part):] = torch.tensor(part)
-            attention[row, width - len(part):] = 1
+        input_ids, attention = left_pad([ids[keep:] for ids, keep in zip(all_ids, reused)], pad)
         generators = None
         if params.temperature > 0:
             generators = [torch.Generator(device=self.device).manual_seed(s) if s is not None else None
