@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
+from lmgym.models import zoo
 from lmgym.models.backends import Completion, LocalBackend, Prompt, SamplingParams
 from lmgym.models.generation import crop_cache, cut_at_stop, generate
 from lmgym.models.networks import best_device_and_dtype
@@ -41,14 +42,14 @@ class _Session:
 
 
 def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None):
-    """(model, tokenizer) for ``"smollm2"`` or a local folder, in eval mode."""
+    """(model, tokenizer) for ``"smollm2"``, a zoo name or a local folder, in eval mode."""
     if str(model) == "smollm2":
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
-    folder = Path(model)
+    folder = zoo.resolve(model)
     if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder or 'smollm2')")
+        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, a zoo name or 'smollm2')")
     from lmgym.models.checkpoints import load_checkpoint
 
     loaded, tokenizer, _ = load_checkpoint(folder, device=device, dtype=dtype)
