@@ -100,7 +100,8 @@ def test_f16_gguf_decodes_the_same_greedy_tokens_as_torch(tiny, tiny_gguf):
 @pytest.fixture(scope="module")
 def lora_checkpoint(tmp_path_factory, tiny):
     """A LoRA checkpoint over the tiny model whose B matrices are not zero (peft starts them at
-    zero, which would make the adapter a no-op and the test vacuous)."""
+    zero, which would make the adapter a no-op and the test vacuous); A and B drawn from a
+    seeded generator (peft draws A from the global one)."""
     from lmgym.models import zoo
     from lmgym.models.checkpoints import save_checkpoint
     from lmgym.training.lora import add_lora
@@ -110,8 +111,8 @@ def lora_checkpoint(tmp_path_factory, tiny):
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if "lora_B" in name:
-                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.02)
+            if "lora_" in name:
+                parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.1)
     folder = tmp_path_factory.mktemp("lora") / "checkpoint"
     save_checkpoint(folder, model, tokenizer, {"kind": "ar", "base_model": str(zoo.path(TINY))})
     return folder
@@ -133,7 +134,7 @@ def test_lora_merged_and_as_a_llama_cpp_adapter_decode_as_peft_does(tmp_path, ti
         assert llama_greedy(adapted_llm, ids, eos) == expected
     merged_llm.close()
     adapted_llm.close()
-    assert changed  # the adapter changes what the model writes
+    assert changed >= 2  # the adapter changes what the model writes
     assert "lora_A" in "".join(name for name, _ in peft_model.named_parameters())  # export left it unmerged
 
 

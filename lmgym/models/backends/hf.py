@@ -31,7 +31,7 @@ from transformers import DynamicCache
 
 from lmgym.models import zoo
 from lmgym.models.backends import Completion, LocalBackend, Prompt, SamplingParams
-from lmgym.models.generation import crop_cache, cut_at_stop, generate
+from lmgym.models.generation import crop_cache, cut_at_stop, generate, stop_checker
 from lmgym.models.networks import best_device_and_dtype
 
 
@@ -47,9 +47,9 @@ def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
-    folder = zoo.resolve(model)
-    if not folder.is_dir():
+    if not (Path(model).expanduser().is_dir() or zoo.is_installed(str(model))):
         raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, a zoo name or 'smollm2')")
+    folder = zoo.resolve(model)
     from lmgym.models.checkpoints import load_checkpoint
 
     loaded, tokenizer, _ = load_checkpoint(folder, device=device, dtype=dtype)
@@ -168,10 +168,6 @@ class HFBackend(LocalBackend):
             if all(g is None for g in generators):
                 generators = None
         stop = tuple(params.stop)
-
-        def hits_stop(row: int, ids: torch.Tensor) -> bool:
-            return any(s in self.tokenizer.decode(ids, skip_special_tokens=True) for s in stop)
-
         saved_threads = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(self.threads)
@@ -180,7 +176,7 @@ class HFBackend(LocalBackend):
                            max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
                            eos_token_id=self.eos_ids, cache=cache,
                            cache_mask=None if cache_mask is None else cache_mask.to(self.device),
-                           stop_check=hits_stop if stop else None, generator=generators,
+                           stop_check=stop_checker(self.tokenizer, stop), generator=generators,
                            return_logprobs=params.logprobs)
         finally:
             torch.set_num_threads(saved_threads)
