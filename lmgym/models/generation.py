@@ -155,6 +155,11 @@ class LlamaDecode:
             self.keys[index, :, :, :past] = layer.keys
             self.values[index, :, :, :past] = layer.values
         self.start = self.length = past
+        # the parameters themselves (an optimiser updates them in place), looked up once
+        self.layers = [(layer.input_layernorm.weight, layer.self_attn.q_proj.weight, layer.self_attn.k_proj.weight,
+                        layer.self_attn.v_proj.weight, layer.self_attn.o_proj.weight,
+                        layer.post_attention_layernorm.weight, layer.mlp.gate_proj.weight, layer.mlp.up_proj.weight,
+                        layer.mlp.down_proj.weight) for layer in model.model.layers]
         # the padding mask never changes (new tokens are real): None when there is no padding
         self.mask = None if bool(mask.all()) else torch.cat(
             [mask.bool(), mask.new_ones((mask.shape[0], length - mask.shape[1]), dtype=torch.bool)], dim=1)[:, None, None, :]
@@ -180,6 +185,8 @@ class LlamaDecode:
                 and rope.get("rope_type", "default") == "default")
 
     def _norm(self, x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32:
+            return weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
         x32 = x.float()
         return weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
 
@@ -198,21 +205,18 @@ class LlamaDecode:
         cos = (angles.cos() * rotary.attention_scaling).to(x.dtype)
         sin = (angles.sin() * rotary.attention_scaling).to(x.dtype)
         mask = None if self.mask is None else self.mask[..., :step + 1]
-        for index, layer in enumerate(model.layers):
-            attention = layer.self_attn
-            h = self._norm(x, layer.input_layernorm.weight)
-            q = F.linear(h, attention.q_proj.weight).view(batch, self.heads, 1, self.head_dim)
-            k = F.linear(h, attention.k_proj.weight).view(batch, self.kv_heads, 1, self.head_dim)
-            self.values[index, :, :, step] = F.linear(h, attention.v_proj.weight).view(batch, self.kv_heads, self.head_dim)
+        gqa = self.heads != self.kv_heads
+        for index, (norm1, wq, wk, wv, wo, norm2, gate, up, down) in enumerate(self.layers):
+            h = self._norm(x, norm1)
+            q = F.linear(h, wq).view(batch, self.heads, 1, self.head_dim)
+            k = F.linear(h, wk).view(batch, self.kv_heads, 1, self.head_dim)
+            self.values[index, :, :, step] = F.linear(h, wv).view(batch, self.kv_heads, self.head_dim)
             self.keys[index, :, :, step] = self._rotate(k, cos, sin)[:, :, 0]
             out = F.scaled_dot_product_attention(self._rotate(q, cos, sin), self.keys[index, :, :, :step + 1],
-                                                 self.values[index, :, :, :step + 1], attn_mask=mask,
-                                                 enable_gqa=self.heads != self.kv_heads)
-            x = x + F.linear(out.reshape(batch, -1), attention.o_proj.weight)
-            h = self._norm(x, layer.post_attention_layernorm.weight)
-            mlp = layer.mlp
-            x = x + F.linear(F.silu(F.linear(h, mlp.gate_proj.weight)) * F.linear(h, mlp.up_proj.weight),
-                             mlp.down_proj.weight)
+                                                 self.values[index, :, :, :step + 1], attn_mask=mask, enable_gqa=gqa)
+            x = x + F.linear(out.reshape(batch, -1), wo)
+            h = self._norm(x, norm2)
+            x = x + F.linear(F.silu(F.linear(h, gate)) * F.linear(h, up), down)
         self.length = step + 1
         return F.linear(self._norm(x, model.norm.weight), self.model.lm_head.weight)
 
@@ -259,7 +263,9 @@ def generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
     eos_ids = torch.tensor([eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id or []), device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     lengths = [max_new_tokens] * batch
-    new_tokens, new_logprobs = [], []
+    new_tokens = torch.empty((batch, max_new_tokens), dtype=torch.long, device=device)  # filled step by step
+    new_logprobs = []
+    count = 0
     logits = model(input_ids, attention_mask=full_mask, cache=cache, use_cache=True, position_ids=positions).logits[:, -1]
     next_position = positions[:, -1:] + 1  # (B, 1)
     steps = max(0, max_new_tokens - 1)  # the last new token is returned, not encoded
@@ -275,16 +281,17 @@ def generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
             new_logprobs.append(torch.log_softmax(logits.float(), dim=-1).gather(-1, token.unsqueeze(-1)).squeeze(-1))
         if len(eos_ids):
             token = torch.where(done, eos_ids[0], token)
-        new_tokens.append(token)
+        new_tokens[:, step] = token
+        count = step + 1
         finished = torch.isin(token, eos_ids) if len(eos_ids) else torch.zeros_like(done)
         if stop_check is not None:
-            so_far = torch.stack(new_tokens, dim=1)
+            so_far = new_tokens[:, :count]
             finished |= torch.tensor([not bool(done[row]) and stop_check(row, so_far[row]) for row in range(batch)],
                                      device=device)
         for row in torch.nonzero(finished & ~done).flatten().tolist():
-            lengths[row] = step + 1
+            lengths[row] = count
         done |= finished
-        if done.all() or len(new_tokens) == max_new_tokens:
+        if done.all() or count == max_new_tokens:
             break  # the last token is returned, not encoded
         if decode is not None:
             logits = decode(token, next_position)
@@ -296,7 +303,7 @@ def generate(model, input_ids: torch.Tensor, attention_mask: torch.Tensor | None
     if decode is not None:
         decode.append_to(cache)
         full_mask = torch.cat([full_mask, full_mask.new_ones((batch, steps))], dim=1)
-    tokens = torch.stack(new_tokens, dim=1)
+    tokens = new_tokens[:, :count]
     return GenerationOutput(tokens=tokens, cache=cache, lengths=[min(n, tokens.shape[1]) for n in lengths],
                             logprobs=torch.stack(new_logprobs, dim=1) if return_logprobs else None,
                             cache_mask=full_mask[:, :cache_length(cache)])

@@ -110,19 +110,22 @@ class HFBackend(LocalBackend):
         threads: torch CPU threads while generating (None: leave as is).
         max_context: longest prompt plus completion in tokens (default: the model's
             ``max_position_embeddings``); longer prompts lose their oldest tokens.
+        fast: decode with the static-cache step `lmgym.models.generation.LlamaDecode` (None:
+            where the model is one it computes; False: the model's forward at every token).
     """
 
     name = "hf"
 
     def __init__(self, model: str | os.PathLike = "smollm2", *, device: str | None = None,
                  dtype: torch.dtype | str | None = None, cache_sessions: bool = True, threads: int | None = None,
-                 max_context: int | None = None):
+                 max_context: int | None = None, fast: bool | None = None):
         self.device, dtype = best_device_and_dtype(device, dtype)
         self.model_name = str(model)
         self.model, self.tokenizer = load_causal_lm(model, device=str(self.device), dtype=dtype)
         self.chat = self.tokenizer.chat_template is not None
         self.cache_sessions = cache_sessions
         self.threads = threads
+        self.fast = fast
         self.max_context = max_context or getattr(self.model.config, "max_position_embeddings", None)
         self._sessions: dict[Hashable, _Session] = {}
         eos = self.tokenizer.eos_token_id
@@ -177,7 +180,7 @@ class HFBackend(LocalBackend):
                            eos_token_id=self.eos_ids, cache=cache,
                            cache_mask=None if cache_mask is None else cache_mask.to(self.device),
                            stop_check=stop_checker(self.tokenizer, stop), generator=generators,
-                           return_logprobs=params.logprobs)
+                           return_logprobs=params.logprobs, fast=self.fast)
         finally:
             torch.set_num_threads(saved_threads)
         seconds = time.perf_counter() - start
