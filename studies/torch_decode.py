@@ -18,6 +18,9 @@ one process, on the same prompt and token counts:
   model and SmolLM2 (float32, the weights torch loads). ``llama.cpp``: the same tiny model
   exported to an f16 GGUF (`lmgym.models.export`) and decoded by llama-cpp-python's
   ``Llama.eval`` one token at a time on the same prompt ids, greedy (argmax of its logits);
+* ``export``: seconds to write the tiny model as an f16 GGUF, from the model in memory
+  (`write_gguf`, what an RL loop would call after an update) and from its zoo folder
+  (`export_gguf`: load, then write), medians of at least 3;
 * ``turn``: seconds per `HFBackend.complete` call (a ReAct turn: prompt, up to 64 new tokens,
   the stop string; the tiny model stops at EOS), ``fast=False`` against the default;
 * ``compile`` (full runs only): whether ``torch.compile`` of the `LlamaDecode` step pays on
@@ -154,10 +157,10 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     from lmgym.models.backends import SamplingParams
     from lmgym.models.backends.hf import HFBackend, load_causal_lm
-    from lmgym.models.export import write_gguf
+    from lmgym.models.export import export_gguf, write_gguf
     from lmgym.models.tokenizer import prompt_ids
 
-    repeats = repeats or (3 if quick else 7)
+    repeats = repeats or (1 if quick else 7)
     tokens = 64 if quick else 256
     results: dict[str, Any] = {"quick": quick, "repeats": repeats, "new_tokens": tokens, "threads": 1,
                                "prompt_chars": len(PROMPT)}
@@ -166,7 +169,13 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
     results["profile"] = {name: operator_share(variants[name](64)) for name in ("before", "after")}
 
     with tempfile.TemporaryDirectory(prefix="torch-decode-") as folder:
-        gguf = write_gguf(tiny, tokenizer, Path(folder) / "tiny.gguf")
+        gguf = Path(folder) / "tiny.gguf"
+        results["export"] = {
+            "write_gguf_seconds": round(statistics.median(
+                timed(lambda: write_gguf(tiny, tokenizer, gguf))[0] for _ in range(max(3, repeats))), 3),
+            "export_gguf_seconds": round(statistics.median(
+                timed(lambda: export_gguf(TINY, gguf))[0] for _ in range(max(3, repeats))), 3),
+            "bytes": gguf.stat().st_size}
         llama_run, close = llama_cpp_variant(gguf, prompt_ids(tokenizer, PROMPT, 10_000))
         decode: dict[str, Any] = {"tiny_b1": interleaved({**variants, "llama.cpp": llama_run}, repeats, tokens)}
         close()
