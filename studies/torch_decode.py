@@ -6,7 +6,8 @@ one process, on the same prompt and token counts:
 
 * ``profile``: where a decode step's time goes (cProfile of 64 greedy steps of the tiny model):
   the share spent inside torch's own operators (``torch._C`` built-ins and tensor methods)
-  against everything around them, for the model's forward and for `LlamaDecode`;
+  against everything around them, for the model's forward and for `LlamaDecode`; for
+  llama.cpp, the share spent inside its ``llama_decode`` call;
 * ``decode``: tokens per second, greedy, a fixed number of new tokens (no EOS), at batch 1 and
   8, for ``before``: the model's forward at every step with the stop string decoded over the
   whole completion at every step (``generate(fast=False)`` with the stop check `generate` and
@@ -153,6 +154,20 @@ def operator_share(function: Callable[[], Any]) -> dict[str, float]:
     return {"profiled_seconds": round(total, 3), "torch_operator_share": round(inside / total, 3)}
 
 
+def llama_decode_share(function: Callable[[], Any]) -> dict[str, float]:
+    """Seconds of `function` under cProfile, and the share spent in llama.cpp's decode call
+    (llama-cpp-python's ``LlamaContext.decode``, a ctypes call of ``llama_decode``)."""
+    profile = cProfile.Profile()
+    profile.enable()
+    function()
+    profile.disable()
+    stats = pstats.Stats(profile).stats
+    total = sum(entry[2] for entry in stats.values())
+    inside = sum(entry[2] for (file, _, name), entry in stats.items()
+                 if name == "decode" and file.endswith("llama_cpp/_internals.py"))
+    return {"profiled_seconds": round(total, 3), "llama_decode_share": round(inside / total, 3)}
+
+
 def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     from lmgym.models.backends import SamplingParams
@@ -177,6 +192,7 @@ def run(quick: bool = False, repeats: int | None = None) -> dict[str, Any]:
                 timed(lambda: export_gguf(TINY, gguf))[0] for _ in range(max(3, repeats))), 3),
             "bytes": gguf.stat().st_size}
         llama_run, close = llama_cpp_variant(gguf, prompt_ids(tokenizer, PROMPT, 10_000))
+        results["profile"]["llama.cpp"] = llama_decode_share(llama_run(64))
         decode: dict[str, Any] = {"tiny_b1": interleaved({**variants, "llama.cpp": llama_run}, repeats, tokens)}
         close()
     decode["tiny_b8"] = interleaved(torch_variants(tiny, tokenizer, 8), repeats, tokens, rows=8)

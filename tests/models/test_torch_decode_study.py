@@ -17,6 +17,7 @@ def test_the_torch_decode_study_measures_every_figure():
     results = study.run(quick=True)
     for name in ("before", "after"):
         assert 0 < results["profile"][name]["torch_operator_share"] < 1
+    assert 0 < results["profile"]["llama.cpp"]["llama_decode_share"] <= 1
     engines = {"tiny_b1": ("before", "after", "llama.cpp"), "tiny_b8": ("before", "after")}
     for row, names in engines.items():
         assert all(results["decode"][row][name]["tokens_per_s"] > 0 for name in names), results["decode"][row]
