@@ -39,6 +39,7 @@ Command line::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -327,26 +328,22 @@ def _check_choice(what: str, value: str, choices: tuple[str, ...]) -> None:
         raise InputError(f"GGUF export: {what} must be one of {list(choices)}, got {value!r}")
 
 
-class _atomic_path:
-    """A temporary path beside `path` to write a file at; renamed over `path` on success,
-    removed on failure (`lmgym.io` writes text and folders this way; GGUFWriter needs a path)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self) -> Path:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        os.close(fd)
-        self.tmp = Path(name)
-        return self.tmp
-
-    def __exit__(self, kind, error, trace) -> None:
-        if kind is None:
-            os.chmod(self.tmp, 0o644)
-            os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
+@contextlib.contextmanager
+def _atomic_path(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write a file at, renamed over `path` when the block
+    ends and removed if it raises (`lmgym.io` writes text and folders this way; GGUFWriter
+    needs a path). The file gets an existing file's mode, else rw-r--r--."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,11 +34,11 @@ every prompt before sending it: a chat keeps its system messages and its first u
 (the task), and drops the oldest turns after them, a user and an assistant message at a
 time, until the prompt's tokens (counted by the server's tokenizer, the chat template's own
 tokens calibrated from the server's count) plus ``max_new_tokens`` fit, with a quarter of the
-history's room to spare so the next turns keep the same beginning (and the server's prefix
-cache: a session's next prompt
-first loses the same turns as its last one); a text prompt loses its oldest characters. A refused prompt is fitted and sent again (`MAX_FITS` times at most).
-A prompt that cannot fit (its first and last turns alone are too long) raises one
-`EndpointError` line that names both sizes. ``Completion.extra["dropped_messages"]`` /
+history's room to spare so that the next turns keep the same beginning, and the server's prefix
+cache (a session's next prompt first loses the same turns as its last one); a text prompt
+loses its oldest characters. A refused prompt is fitted and sent again (`MAX_FITS` times at
+most). A prompt that cannot fit (its system message, first and last turns alone are too long)
+raises one `EndpointError` line that names both sizes. ``Completion.extra["dropped_messages"]`` /
 ``["dropped_chars"]`` say what a fit removed.
 
 Failures: a refused connection, a timeout, HTTP 408, 409, 429 or any 5xx is retried up to
@@ -228,8 +228,9 @@ class OpenAIBackend(TextBackend):
             except ContextOverflow as overflow:
                 self._learn(overflow, sent)
                 measured = (sent, overflow.prompt_tokens)
-                if not self.max_context or self._fit(prompt, params.max_new_tokens, self.max_context, measured,
-                                                     last_cut) == sent:
+                if not self.max_context:
+                    raise EndpointError(f"{overflow} (the server did not say its context: give max_context)") from None
+                if self._fit(prompt, params.max_new_tokens, self.max_context, measured, last_cut) == sent:
                     raise EndpointError(f"{overflow} (lmgym cannot cut the prompt further: its system message, "
                                         f"first and last turns alone do not fit; give the server a larger "
                                         f"context or ask for fewer new tokens)") from None
