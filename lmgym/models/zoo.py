@@ -68,7 +68,8 @@ def path(name: str, *, rebuild: str | None = None) -> Path:
     if not folder.is_dir():
         command = manifest(zoo).get(name, {}).get("command") or rebuild
         hint = f"; build it with: {command}" if command else ""
-        raise ModelNotInstalled(f"no model {name!r} in the zoo at {zoo} (set LMGYM_ZOO to a zoo folder){hint}")
+        raise ModelNotInstalled(f"model {name!r} does not exist: no such folder, and no such name in the zoo at {zoo} "
+                                f"(set LMGYM_ZOO to a zoo folder){hint}")
     return folder
 
 

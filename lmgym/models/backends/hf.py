@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
+from lmgym.models import zoo
 from lmgym.models.backends import Completion, LocalBackend, Prompt, SamplingParams
 from lmgym.models.batching import left_pad
-from lmgym.models.generation import crop_cache, cut_at_stop, generate
+from lmgym.models.generation import crop_cache, cut_at_stop, generate, stop_checker
 from lmgym.models.networks import best_device_and_dtype
 
 
@@ -41,13 +42,11 @@ class _Session:
 
 
 def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None):
-    """(model, tokenizer) for ``"smollm2"`` or a local folder, in eval mode."""
+    """(model, tokenizer) for ``"smollm2"``, a zoo name or a local folder, in eval mode."""
     if str(model) == "smollm2":
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
-    from lmgym.models import zoo
-
     folder = zoo.resolve(model)  # a zoo name ("react/alfworld-ar") or a folder
     if not folder.is_dir():
         raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, a zoo name or 'smollm2')")
@@ -111,19 +110,22 @@ class HFBackend(LocalBackend):
         threads: torch CPU threads while generating (None: leave as is).
         max_context: longest prompt plus completion in tokens (default: the model's
             ``max_position_embeddings``); longer prompts lose their oldest tokens.
+        fast: decode with the static-cache step `lmgym.models.generation.LlamaDecode` (None:
+            where the model is one it computes; False: the model's forward at every token).
     """
 
     name = "hf"
 
     def __init__(self, model: str | os.PathLike = "smollm2", *, device: str | None = None,
                  dtype: torch.dtype | str | None = None, cache_sessions: bool = True, threads: int | None = None,
-                 max_context: int | None = None):
+                 max_context: int | None = None, fast: bool | None = None):
         self.device, dtype = best_device_and_dtype(device, dtype)
         self.model_name = str(model)
         self.model, self.tokenizer = load_causal_lm(model, device=str(self.device), dtype=dtype)
         self.chat = self.tokenizer.chat_template is not None
         self.cache_sessions = cache_sessions
         self.threads = threads
+        self.fast = fast
         self.max_context = max_context or getattr(self.model.config, "max_position_embeddings", None)
         self._sessions: dict[Hashable, _Session] = {}
         eos = self.tokenizer.eos_token_id
@@ -163,10 +165,6 @@ class HFBackend(LocalBackend):
             if all(g is None for g in generators):
                 generators = None
         stop = tuple(params.stop)
-
-        def hits_stop(row: int, ids: torch.Tensor) -> bool:
-            return any(s in self.tokenizer.decode(ids, skip_special_tokens=True) for s in stop)
-
         saved_threads = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(self.threads)
@@ -175,8 +173,8 @@ class HFBackend(LocalBackend):
                            max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
                            eos_token_id=self.eos_ids, cache=cache,
                            cache_mask=None if cache_mask is None else cache_mask.to(self.device),
-                           stop_check=hits_stop if stop else None, generator=generators,
-                           return_logprobs=params.logprobs)
+                           stop_check=stop_checker(self.tokenizer, stop), generator=generators,
+                           return_logprobs=params.logprobs, fast=self.fast)
         finally:
             torch.set_num_threads(saved_threads)
         seconds = time.perf_counter() - start
