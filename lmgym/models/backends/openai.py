@@ -303,7 +303,7 @@ class OpenAIBackend(TextBackend):
         and its last message; the turns between go oldest first, two messages at a time (so
         user and assistant still alternate). A text loses its oldest characters. A cut goes on
         until the part that can go fills at most `KEEP_AFTER_CUT` of the room it has, as the
-        agent's own history window does (`lmgym.agents.prompts.advance_window`): the next
+        agent's own history window does (`lmgym.react.advance_window`): the next
         turns then keep the same beginning, and the server's prefix cache stays valid, instead
         of a cut at every turn. `last_cut` (the head of the session's last prompt, and how many
         messages were dropped after it) is tried first. Returns `prompt` itself when it fits
