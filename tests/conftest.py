@@ -82,3 +82,31 @@ def interrupt_training(monkeypatch):
             monkeypatch.setattr(module, "learning_rate", schedule)
 
     return interrupt
+
+
+STUDIES = Path(__file__).resolve().parents[1] / "studies"
+
+
+def _load_study(name: str):
+    """``studies/<name>.py`` as a module (once per session). A study is a script, not package
+    code: only tests load one by path. Registered in sys.modules first, as dataclasses need."""
+    import importlib.util
+    import sys
+
+    module_name = f"study_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, STUDIES / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    return sys.modules[module_name]
+
+
+@pytest.fixture(scope="session")
+def load_study():
+    """``load_study("teachers")``: the study module `studies/teachers.py`."""
+    return _load_study

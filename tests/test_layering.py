@@ -17,6 +17,7 @@ LAYERS = {
     "lmgym.io": 0, "lmgym.data": 0, "lmgym.rollouts": 0, "lmgym.entrypoints": 0, "lmgym.errors": 0,
     "lmgym.envs": 1,
     "lmgym.models": 2,
+    "lmgym.components": 2.5,
     "lmgym.agents": 3, "lmgym.testing": 3,
     "lmgym.training": 5,
     "lmgym.integrations": 5,
@@ -90,11 +91,12 @@ def script_paths_run(path: Path) -> list[str]:
         if isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location" \
                 and module_name(path) not in LOADS_FILES:
             found.append("spec_from_file_location")
-        operands = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else \
-            node.args if isinstance(node, ast.Call) else []
-        for operand in operands:
+        # a folder name joined into a path (root / "studies"), or a path string ("examples/x.py");
+        # the bare word elsewhere is a word (a YAML key "examples")
+        joined = [node.left, node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else []
+        for operand in joined + (node.args if isinstance(node, ast.Call) else []):
             if isinstance(operand, ast.Constant) and isinstance(operand.value, str) and \
-                    operand.value.split("/")[0] in SCRIPT_FOLDERS:
+                    operand.value.split("/")[0] in SCRIPT_FOLDERS and ("/" in operand.value or operand in joined):
                 found.append(repr(operand.value))
     return found
 
@@ -115,3 +117,8 @@ def test_the_script_check_catches_a_path_to_a_study(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import runpy\nfrom pathlib import Path\nrunpy.run_path(str(Path('.') / 'studies' / 'x.py'))\n")
     assert script_paths_run(bad) == ["runpy", "'studies'"]
+    bad.write_text("text = open('examples/train.py').read()\n")
+    assert script_paths_run(bad) == ["'examples/train.py'"]
+    fine = tmp_path / "fine.py"
+    fine.write_text("data = {}\nexamples = data.pop('examples', None)\n")
+    assert script_paths_run(fine) == []

@@ -133,7 +133,7 @@ class LMTrainConfig:
     threads: int = 1
     """torch CPU threads (1: on a small shared CPU, 2 threads ran a step 2.4x slower than 1)"""
     bf16: bool = False
-    """bfloat16 autocast of the forward pass (weights, gradients and optimizer stay float32): faster on CPUs with bf16 units (benchmarks/distill.py run() measures it)"""
+    """bfloat16 autocast of the forward pass (weights, gradients and optimizer stay float32): faster on CPUs with bf16 units (studies/distill.py run() measures it)"""
     device: str | None = None
     """cpu or cuda (default: cuda when present)"""
     quiet: bool = False

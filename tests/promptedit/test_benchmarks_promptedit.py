@@ -1,28 +1,17 @@
 """The PromptEdit benchmark scripts run, on tiny budgets, and give the tables they promise."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from lmgym.data import data_root
 from lmgym.envs.promptedit.judge import METRIC_KEYS
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 pytestmark = pytest.mark.skipif(
     data_root() is None or not all((data_root() / name).exists() for name in ("self_instruct", "super_natural_instructions")),
     reason="needs LMGYM_DATA/self_instruct and super_natural_instructions")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_baselines_table_has_every_metric_and_the_hill_climber_beats_the_static_prompt():
-    baselines = _load("promptedit_baselines")
+def test_baselines_table_has_every_metric_and_the_hill_climber_beats_the_static_prompt(load_study):
+    baselines = load_study("promptedit_baselines")
     # SuperNI: a task the default generator writes valid records for once the prompt names every field
     result = baselines.run_task("SuperNI", episodes=1, steps=2, batch_size=8, eval_seeds=range(10_000, 10_002))
     table = result["baselines"]
@@ -35,15 +24,15 @@ def test_baselines_table_has_every_metric_and_the_hill_climber_beats_the_static_
     assert "| greedy |" in baselines.markdown({"tasks": {"SuperNI": result}})
 
 
-def test_judge_benchmark_measures_a_64_record_pass():
-    judge = _load("promptedit_judge")
+def test_judge_benchmark_measures_a_64_record_pass(load_study):
+    judge = load_study("promptedit_judge")
     row = judge.measure_task("SelfInstruct", rounds=1)
     assert row["judge_new_s"] > 0 and row["judge_cached_s"] > 0 and row["floor_s"] > 0
     assert row["seconds_per_cycle_batch64"] == pytest.approx(row["generate_s"] + row["judge_new_s"])
 
 
-def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_path):
-    bench = _load("promptedit_generator")
+def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_path, load_study):
+    bench = load_study("promptedit_generator")
     # a stored free-form prompt stands in for SmolLM2's, which takes minutes to write on a CPU
     prompt = "Write a SuperNI task instance as a JSON object with a definition, an input and an output."
     (tmp_path / "smollm2_prompts.json").write_text(f'{{"SuperNI": {{"request": "-", "prompt": "{prompt}"}}}}')
@@ -69,10 +58,10 @@ def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_p
     assert "| rules schema-valid | rules TSR |" in markdown and markdown.count("| SuperNI |") == 4
 
 
-def test_aod_table_tabulates_a_spec_and_pairs_each_task_with_its_ar_twin(tmp_path):
+def test_aod_table_tabulates_a_spec_and_pairs_each_task_with_its_ar_twin(tmp_path, load_study):
     from lmgym.benchmarks.spec import load_spec
 
-    aod_table = _load("aod_table")
+    aod_table = load_study("aod_table")
     rules = "lmgym.envs.promptedit.generators:RuleBasedGenerator"
     # the twin runs the same stand-in generator, so the ablation's paired differences must be 0
     (tmp_path / "spec.yaml").write_text(f"""

@@ -286,9 +286,9 @@ def test_help_lists_the_config_fields():
 
 
 def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
-    """benchmarks/distill.py at a tiny budget: teacher data, a student per method plus the four
+    """studies/distill.py at a tiny budget: teacher data, a student per method plus the four
     ablations, paired evaluation (ablations on --env only), the table and plot; then --combine."""
-    script = [sys.executable, str(REPO / "benchmarks" / "distill.py")]
+    script = [sys.executable, str(REPO / "studies" / "distill.py")]
     run = tmp_path / "run"
     result = subprocess.run([*script, "--out", str(run), "--teacher-episodes", "2", "--steps", "2", "--size", "a:16:1",
                              "--methods", "kd", "sad", "--episodes", "2", "--max-steps", "2", "--batch", "2",
@@ -342,14 +342,10 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
     assert missing.returncode != 0 and missing.stderr.strip().count("\n") == 0 and "not found" in missing.stderr
 
 
-def test_the_perf_entry_times_full_logits_against_the_completion_window():
-    """`lmgym bench perf` runs benchmarks/distill.py's run(); its figures are seconds and a ratio
-    (not asserted: timing belongs to the benchmark), its shapes are checked here."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("distill_benchmark", REPO / "benchmarks" / "distill.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_the_timing_study_times_full_logits_against_the_completion_window(load_study):
+    """studies/distill.py's run() times the trainer's pieces; its figures are seconds and a ratio
+    (not asserted: timing belongs to the study), its shapes are checked here."""
+    module = load_study("distill")
     result = module.step_seconds(quick=True, repeats=1)
     assert result["turns"] == 16 and 0 < result["completion_window"] < result["tokens"][1]
     assert result["kd_step_s_full_logits"] > 0 and result["kd_step_s_completion_window"] > 0

@@ -19,7 +19,7 @@ The generator is the env's default, the frozen tiny masked-diffusion LM
 module:attribute`` names another (called with the JSON ``--generator-kwargs``), e.g. the
 rule-based stand-in ``lmgym.envs.promptedit.generators:RuleBasedGenerator``.
 
-Run: ``python benchmarks/promptedit_baselines.py`` (3 episodes, T = 8, batch 32) or
+Run: ``python studies/promptedit_baselines.py`` (3 episodes, T = 8, batch 32) or
 ``--quick`` (1 episode, T = 3, batch 16); ``--episodes``, ``--steps``, ``--batch-size`` and
 ``--tasks`` override. `run(quick)` returns the table as a dict.
 """

@@ -7,7 +7,7 @@ Search latencies are per distinct query (the per-episode memo is bypassed by nev
 repeating a query): a page hit, a miss (``Similar:`` list: BM25 over titles plus close
 spellings) and a passages search (top 3 by BM25 over title and text).
 
-Run: ``LMGYM_DATA=../shared/data python benchmarks/hotpotqa.py [--quick]``.
+Run: ``LMGYM_DATA=../shared/data python studies/hotpotqa.py [--quick]``.
 """
 
 from __future__ import annotations

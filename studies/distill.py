@@ -22,8 +22,8 @@ a Wilson interval; the same states for every student. Action match is the same f
 KL(teacher || student) per REASON and per ACT token, and the share of ACT tokens whose argmax is
 the teacher's (it separates methods at budgets too small for whole turns to come out right).
 
-    python benchmarks/distill.py --out runs/distill/hotpotqa --episodes 50
-    python benchmarks/distill.py --combine runs/distill/hotpotqa runs/distill/alfworld --out runs/distill/all
+    python studies/distill.py --out runs/distill/hotpotqa --episodes 50
+    python studies/distill.py --combine runs/distill/hotpotqa runs/distill/alfworld --out runs/distill/all
 
 Outputs in ``--out``: ``teacher_rollouts.jsonl``, ``students/<name>/`` (checkpoints and
 metrics), ``eval-<k>/`` (the benchmark run of env k), ``summary.json``, ``table.md``, ``success_vs_size.png``.
@@ -243,7 +243,7 @@ def combine(runs: list[str], out: Path) -> None:
     for run in runs:
         path = Path(run) / "summary.json"
         if not path.is_file():
-            sys.exit(f"error: {path} not found (run benchmarks/distill.py --out {run} first)")
+            sys.exit(f"error: {path} not found (run studies/distill.py --out {run} first)")
         summaries.append(json.loads(path.read_text()))
     teachers = [{c["env"]: (c["parameters"], Path(summary["options"]["teacher"]).name)
                  for c in summary["cells"] if c["method"] == "teacher"}
@@ -486,7 +486,7 @@ def main() -> None:
             best = max((c for c in cells if c["env"] == envs[0].name and c["method"] == method and not c["ablation"]),
                        key=lambda c: (c["success"], c["act_token_accuracy"]))  # ties: the closer fit
             target = install_checkpoint(folders[best["name"]], f"{DISTILL_ZOO}/{family_of(args.env).lower()}-{method}", meta={
-                "recipe": shlex.join(["python", "benchmarks/distill.py", *sys.argv[1:]]), "student": best["name"],
+                "recipe": shlex.join(["python", "studies/distill.py", *sys.argv[1:]]), "student": best["name"],
                 "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (best["name"], "teacher")}})
             print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")
 

@@ -19,7 +19,7 @@ modes, columns metrics, 95% intervals: Wilson for rates, normal for means; then 
 against every other row on the seeds both answered: questions only one of them got right, and the
 exact McNemar p) and ``latent_steps.png`` (EM against latent steps) under ``--out``.
 
-    python benchmarks/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
+    python studies/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
         --adapters stop=arith-diffmas-stop flow=arith-diffmas-flow --ablation 0 5 10 20 40 --out runs/kvteam/arith-tiny
 """
 

@@ -9,10 +9,10 @@ through the both-engine check (official engine, TextWorld + Fast Downward: secon
 so it appends one JSON line per game to ``--official-log`` and resumes from it), and a table of
 expert and random success by difficulty knob.
 
-    python benchmarks/alfworld_gen.py --quick
-    python benchmarks/alfworld_gen.py --games 1000 --official-games 1000 --official-log runs/alfgen_official.jsonl
-    python benchmarks/alfworld_gen.py --quick --handcoded-games 6   # + ALFWorld's own hand-coded expert
-    python benchmarks/alfworld_gen.py --knobs-only                   # only the knob table (native engine)
+    python studies/alfworld_gen.py --quick
+    python studies/alfworld_gen.py --games 1000 --official-games 1000 --official-log runs/alfgen_official.jsonl
+    python studies/alfworld_gen.py --quick --handcoded-games 6   # + ALFWorld's own hand-coded expert
+    python studies/alfworld_gen.py --knobs-only                   # only the knob table (native engine)
 
 Absolute seconds depend on the machine's load; ratios printed side by side come from the same run.
 """

@@ -16,7 +16,7 @@ figures move with its load; each process also times a fixed calibration workload
 (`calibration_ms`), and the report gives every latency as a ratio to the 1k catalogue's
 measured in the same run, both of which move much less with load.
 
-Run: ``python benchmarks/webshop_latency.py`` (1k, 10k, 100k; a few minutes) or
+Run: ``python studies/webshop_latency.py`` (1k, 10k, 100k; a few minutes) or
 ``--quick`` (1k, 10k; under a minute). `run(quick)` returns the same table as a dict.
 """
 

@@ -22,7 +22,7 @@ each with a 95% Wilson interval over the records; records of one cell are i.i.d.
 batch seed. Cells are appended to ``cells.jsonl`` as they finish, so an interrupted run
 resumes; the table goes to ``results.json`` and ``results.md``.
 
-Run: ``LMGYM_DATA=/path/to/data python benchmarks/promptedit_generator.py`` (64 samples) or
+Run: ``LMGYM_DATA=/path/to/data python studies/promptedit_generator.py`` (64 samples) or
 ``--quick`` (16 samples, two tasks). `run(...)` returns the results dict.
 """
 

@@ -17,7 +17,7 @@ three runs (a difference would mean batching or caching changed a decision).
 Models: the tiny ReAct models trained here (``zoo/react/<family>-ar``,
 `examples/train_tiny_react.py`) and, unless ``--quick``, SmolLM2-135M-Instruct few-shot.
 
-Run: ``python benchmarks/lm_agents.py`` (full) or ``--quick`` (tiny models, few episodes).
+Run: ``python studies/lm_agents.py`` (full) or ``--quick`` (tiny models, few episodes).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ process's resident memory, to show it stays flat.
 Absolute seconds depend on the machine's load (they were measured on a shared 2-core box);
 the ratio is the figure to compare.
 
-Usage: python benchmarks/alfworld_engines.py [--quick]
+Usage: python studies/alfworld_engines.py [--quick]
 """
 
 from __future__ import annotations

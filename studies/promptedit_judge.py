@@ -18,7 +18,7 @@ Medians over the rounds. With ``--minilm`` (and not quick) the same is measured 
 all-MiniLM-L6-v2 embedder (`lmgym.components.embeddings.MiniLMEmbedder`) on one task. The
 machine is shared: absolute seconds move with its load; ratios move much less.
 
-Run: ``python benchmarks/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
+Run: ``python studies/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
 two tasks). `run(quick)` returns the figures as a dict. ``--lm-judge`` instead compares the
 SmolLM2 rubric judge with the rule judge on 4 SelfInstruct batches (`measure_lm_judge`).
 ``--memory N`` instead makes N judge calls on fresh 16-record batches (`measure_memory`) and

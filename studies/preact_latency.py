@@ -24,7 +24,7 @@ with Wilson / normal 95% intervals, seconds per question, and for P-ReAct the ra
 ReAct's seconds on the same questions (bootstrap 95% interval over questions) and the ideal
 bound: each of its turns taking max(decoding, tool latency), i.e. the tool time fully hidden.
 
-    LMGYM_DATA=../shared/data python benchmarks/preact_latency.py --out runs/preact/bench
+    LMGYM_DATA=../shared/data python studies/preact_latency.py --out runs/preact/bench
 
 Writes ``results.json``, ``table.md`` and ``latency.png`` (seconds per question against tool
 latency, and EM against seconds) under ``--out``; each latency's run folder is a resumable

@@ -1,6 +1,6 @@
 """The AoD table: every prompt optimiser on PromptEdit at one budget of generator calls, per task.
 
-    python benchmarks/aod_table.py --spec benchmarks/specs/aod.yaml --out runs/aod_bench
+    python studies/aod_table.py --spec studies/specs/aod.yaml --out runs/aod_bench
 
 Runs the spec with `lmgym bench` (`lmgym.benchmarks.runner.run_benchmark`: resumable, paired
 seeds) unless ``--no-run``, then reads each episode's transcript and writes into ``--out``:
@@ -215,7 +215,7 @@ def plot_curves(records: list[dict], order: list[str], path: Path, env_order: li
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", default="benchmarks/specs/aod.yaml")
+    parser.add_argument("--spec", default="studies/specs/aod.yaml")
     parser.add_argument("--out", default="runs/aod_bench")
     parser.add_argument("--no-run", action="store_true", help="only tabulate what --out holds")
     parser.add_argument("--parts", nargs="*", default=[],

@@ -17,8 +17,8 @@ the held-out part. The WebShop teacher's choices were compared on train goals on
 (docs/teachers.md); the table plays the test goals. ALFWorld's priors come from the train
 split and the ALFWorld-Gen generator (`lmgym.envs.alfworld.priors`).
 
-    LMGYM_DATA=../shared/data python benchmarks/teachers.py --out runs/teachers    # the table in docs/teachers.md
-    python benchmarks/teachers.py --quick                                           # 5 episodes a cell
+    LMGYM_DATA=../shared/data python studies/teachers.py --out runs/teachers    # the table in docs/teachers.md
+    python studies/teachers.py --quick                                           # 5 episodes a cell
 
 Rows are appended to ``OUT/episodes.jsonl`` as episodes finish and a rerun skips the rows
 already there, so an interrupted run resumes; ``OUT/summary.md`` and ``summary.json`` hold

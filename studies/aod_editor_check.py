@@ -6,7 +6,7 @@ used 1_000_000 + k, k < per-task count), per task and context kind; for each, th
 equal to the teacher's edit (the feedback contexts have one right answer; the others are random
 draws, so only validity and "is a library sentence" are meaningful there).
 
-    python benchmarks/aod_editor_check.py --per-task 40
+    python studies/aod_editor_check.py --per-task 40
 """
 
 import argparse
