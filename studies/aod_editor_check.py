@@ -7,54 +7,69 @@ equal to the teacher's edit (the feedback contexts have one right answer; the ot
 draws, so only validity and "is a library sentence" are meaningful there).
 
     python studies/aod_editor_check.py --per-task 40
+
+`run(quick)` returns the rates per task and context kind (quick: one context of each kind per
+task). Needs LMGYM_DATA (the PromptEdit tasks).
 """
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context
+from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, teacher_edit
+from lmgym.benchmarks.report import wilson_interval
+from lmgym.envs.promptedit.edits import EditLibrary, apply_edit
+from lmgym.envs.promptedit.generators import RuleBasedGenerator
+from lmgym.envs.promptedit.judge import JudgeCluster
+from lmgym.envs.promptedit.tasks import LOADERS, load_task
 
-from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context  # noqa: E402
-from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, teacher_edit  # noqa: E402
-from lmgym.benchmarks.report import wilson_interval  # noqa: E402
-from lmgym.envs.promptedit.edits import EditLibrary, apply_edit  # noqa: E402
-from lmgym.envs.promptedit.generators import RuleBasedGenerator  # noqa: E402
-from lmgym.envs.promptedit.judge import JudgeCluster  # noqa: E402
-from lmgym.envs.promptedit.tasks import LOADERS, load_task  # noqa: E402
+KINDS = ("feedback", "instruction", "blind")
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--per-task", type=int, default=40)
-parser.add_argument("--editor", default=DEFAULT_EDITOR)
-args = parser.parse_args()
-editor = LMEditor(args.editor, temperature=0.0)
-counts: dict[str, list[int]] = {}
-for name in sorted(LOADERS):
-    task = load_task(name)
-    library, generator, judge = EditLibrary(task), RuleBasedGenerator(task), JudgeCluster(task)
-    sentences = {library.command(i, task.initial_prompt) for i in range(len(library.entries) - 2)}
-    for k in range(args.per_task):
-        rng = np.random.default_rng(2_000_000 + k)
-        prompt = task.initial_prompt
-        for _ in range(int(rng.integers(4))):
-            commands = [c for c in library.admissible_commands(prompt) if c.startswith("append")]
-            prompt = apply_edit(prompt, commands[int(rng.integers(len(commands)))]).prompt
-        kind = ("feedback", "instruction", "blind")[k % 3]
-        feedback = judge.evaluate(generator.generate([prompt], 8, 2_000_000 + k)).feedback if kind == "feedback" else None
-        instruction = MUTATION_INSTRUCTIONS[k % len(MUTATION_INSTRUCTIONS)] if kind == "instruction" else None
-        target = teacher_edit(library, prompt, rng, feedback=feedback, instruction=instruction)
-        [edit] = editor.write([edit_context(task.description, prompt, feedback=feedback, instruction=instruction)], seed=k)
-        row = counts.setdefault(f"{name}/{kind}", [0, 0, 0, 0])
-        row[0] += 1
-        row[1] += apply_edit(prompt, edit).valid
-        row[2] += edit == target
-        row[3] += edit in sentences
-result = {}
-for key, (n, valid, same, library_sentence) in sorted(counts.items()):
-    result[key] = {"n": n, "valid": valid / n, "valid_ci95": wilson_interval(valid, n), "teacher": same / n,
-                   "teacher_ci95": wilson_interval(same, n), "library_sentence": library_sentence / n}
-    print(f"{key:<26} n={n:<3} valid {valid}/{n}  = teacher {same}/{n}  library sentence {library_sentence}/{n}")
-print(json.dumps(result))
+
+def run(quick: bool = False, per_task: int = 40, editor: str = DEFAULT_EDITOR) -> dict:
+    """{"<task>/<kind>": {n, valid, valid_ci95, teacher, teacher_ci95, library_sentence}};
+    quick: one context of each kind per task."""
+    per_task = len(KINDS) if quick else per_task
+    model = LMEditor(editor, temperature=0.0)
+    counts: dict[str, list[int]] = {}
+    for name in sorted(LOADERS):
+        task = load_task(name)
+        library, generator, judge = EditLibrary(task), RuleBasedGenerator(task), JudgeCluster(task)
+        sentences = {library.command(i, task.initial_prompt) for i in range(len(library.entries) - 2)}
+        for k in range(per_task):
+            rng = np.random.default_rng(2_000_000 + k)
+            prompt = task.initial_prompt
+            for _ in range(int(rng.integers(4))):
+                commands = [c for c in library.admissible_commands(prompt) if c.startswith("append")]
+                prompt = apply_edit(prompt, commands[int(rng.integers(len(commands)))]).prompt
+            kind = KINDS[k % len(KINDS)]
+            feedback = judge.evaluate(generator.generate([prompt], 8, 2_000_000 + k)).feedback if kind == "feedback" else None
+            instruction = MUTATION_INSTRUCTIONS[k % len(MUTATION_INSTRUCTIONS)] if kind == "instruction" else None
+            target = teacher_edit(library, prompt, rng, feedback=feedback, instruction=instruction)
+            [edit] = model.write([edit_context(task.description, prompt, feedback=feedback, instruction=instruction)], seed=k)
+            row = counts.setdefault(f"{name}/{kind}", [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += apply_edit(prompt, edit).valid
+            row[2] += edit == target
+            row[3] += edit in sentences
+    return {key: {"n": n, "valid": valid / n, "valid_ci95": wilson_interval(valid, n), "teacher": same / n,
+                  "teacher_ci95": wilson_interval(same, n), "library_sentence": library_sentence / n}
+            for key, (n, valid, same, library_sentence) in sorted(counts.items())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--per-task", type=int, default=40)
+    parser.add_argument("--editor", default=DEFAULT_EDITOR)
+    args = parser.parse_args()
+    result = run(per_task=args.per_task, editor=args.editor)
+    for key, r in result.items():
+        print(f"{key:<26} n={r['n']:<3} valid {r['valid']:.2f}  = teacher {r['teacher']:.2f}  "
+              f"library sentence {r['library_sentence']:.2f}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -273,7 +273,7 @@ def combine(runs: list[str], out: Path) -> None:
     print(markdown)
 
 
-def step_seconds(quick: bool = True, repeats: int | None = None) -> dict:
+def step_seconds(quick: bool = False, repeats: int | None = None) -> dict:
     """One kd training step (forward, forward KL from the cached teacher, backward) on the same
     16 HotPotQA-Gen turns with logits over the whole sequence and over the completion window only
     (what the trainer does), alternated so both see the same machine load; seconds per step
@@ -354,11 +354,13 @@ def bf16_step_seconds(hidden_size: int = 384, num_layers: int = 6, repeats: int 
             "threads": threads, "note": "best of the alternated repeats; compare the ratio, not the seconds"}
 
 
-def run(quick: bool = True) -> dict:
-    """The perf suite's entry (`lmgym bench perf`): the trainer's completion-window speed-up, and
-    bf16 autocast against float32 on a teacher-sized training step."""
+def run(quick: bool = False) -> dict:
+    """The trainer's timings (the whole study is `main`): the completion-window speed-up, and bf16
+    autocast against float32 on a teacher-sized training step. Quick: one repeat each, and the
+    bf16 step on a 64-wide, 1-layer model (seconds: a check of the pipeline, not a figure)."""
     torch.set_num_threads(1)
-    return {**step_seconds(quick), "teacher_step_bf16": bf16_step_seconds(repeats=3 if quick else 10)}
+    bf16 = bf16_step_seconds(hidden_size=64, num_layers=1, repeats=1) if quick else bf16_step_seconds(repeats=10)
+    return {**step_seconds(quick, repeats=1 if quick else None), "teacher_step_bf16": bf16}
 
 
 def main() -> None:

@@ -196,7 +196,7 @@ def test_benchmark_script_plays_both_agents_and_resumes(tmp_path, load_study):
     assert by_agent["teacher"]["f1"] == 1.0 and 0 < by_agent["teacher"]["success_ci95"][0] < 1
     bench.run(quick=True, out=tmp_path, only=["HotPotQA-Gen-Hard"])  # resumes: nothing left to play
     assert len(list(read_jsonl(tmp_path / "episodes.jsonl"))) == len(rows)
-    assert "| HotPotQA-Gen-Hard | teacher | 5 | 100.0%" in (tmp_path / "summary.md").read_text()
+    assert f"| HotPotQA-Gen-Hard | teacher | {bench.QUICK_EPISODES} | 100.0%" in (tmp_path / "summary.md").read_text()
 
 
 def test_webshop_teacher_says_which_observation_mode_it_reads():
