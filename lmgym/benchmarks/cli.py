@@ -90,6 +90,9 @@ def _override(spec: BenchmarkSpec, args: argparse.Namespace) -> BenchmarkSpec:
     if changes.get("episodes") is not None:
         changes["envs"] = tuple(dataclasses.replace(e, episodes=None, sweep=False)
                                 for e in changes.get("envs", spec.envs))
+    if changes.get("max_steps") is not None:  # it replaces an entry's own step limit too
+        changes["envs"] = tuple(dataclasses.replace(e, kwargs={k: v for k, v in e.kwargs.items() if k != "max_episode_steps"})
+                                for e in changes.get("envs", spec.envs))
     return dataclasses.replace(spec, **changes) if changes else spec
 
 

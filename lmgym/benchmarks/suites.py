@@ -5,11 +5,13 @@
   family (the family's first id and its first procedural ``-Gen`` variant) on held-out seeds
   0..N-1 (training data and few-shot demonstrations come from seeds >= 1,000,000), played by
   random everywhere, expert where the env gives ``info["expert_action"]``, the grounded
-  teacher where the family has one, and two language models as ReAct agents (`LM_AGENTS`)
-  in the families whose tiny ReAct model is in the zoo: that model (``lm(model=tiny-ar)``,
-  resolved per family) and SmolLM2-135M-Instruct 2-shot (``lm(model=smollm2)``, the default
-  engine). Episodes per env: `DEFAULT_EPISODES`, fewer where an episode is long
-  (`EPISODES_BY_FAMILY`).
+  teacher where the family has one, and two language models as ReAct agents (`LM_AGENTS`) in
+  the families whose tiny ReAct model is in the zoo: that model (``lm(model=tiny-ar)``,
+  resolved per family) on every id, SmolLM2-135M-Instruct (``lm(model=smollm2)``, the default
+  engine, the family's demonstrations as earlier turns) on the procedural ids, the rows every
+  clone can run, with or without data. Episodes per env: `DEFAULT_EPISODES`, fewer where an
+  episode is long (`EPISODES_BY_FAMILY`), and ALFWorld at a shorter step limit (`STEP_LIMITS`,
+  in the env's name) since LM agents that never finish play all of it.
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
   (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
   list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
@@ -41,15 +43,18 @@ from lmgym.models.zoo import ModelNotInstalled
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
-#: The default suite's episodes per env where an episode costs more: ALFWorld's 50-step limit
-#: (an LM agent that never finishes plays all of it), PromptEdit's generator call per step.
-EPISODES_BY_FAMILY = {"ALFWorld": 4, "PromptEdit": 2}
+#: The default suite's episodes per env where an episode costs more: ALFWorld's and WebShop's
+#: LM agents play to the step limit (they rarely finish), PromptEdit calls a generator per step.
+EPISODES_BY_FAMILY = {"ALFWorld": 4, "WebShop": 4, "PromptEdit": 2}
+#: The default suite's step limit where the registered one (ALFWorld's 50, the ReAct paper's)
+#: would spend its minutes on LM agents that wander; the experts and teachers finish well inside.
+STEP_LIMITS = {"ALFWorld": 20}
 #: The language models of the default suite, as ReAct agents (`lmgym.agents.lm`): the family's
-#: tiny model from the zoo, and SmolLM2-135M-Instruct with two demonstrations of the grounded
-#: teacher on training seeds as earlier chat turns (how it follows the format: docs/lm_agents.md).
-LM_AGENTS = (AgentSpec("tiny-ar", "lm", {"model": "tiny-ar", "batch_size": 8}),
-             AgentSpec("smollm2", "lm", {"model": "smollm2", "few_shot": 2, "demonstration_turns": True,
-                                         "batch_size": 4}))
+#: tiny model from the zoo (one torch thread: it shares the cores), and SmolLM2-135M-Instruct with
+#: the family's demonstrations (the grounded teacher on training seeds) as earlier chat turns, how
+#: it follows the format (docs/lm_agents.md). Each plays its episodes of an env in lockstep.
+LM_AGENTS = (AgentSpec("tiny-ar", "lm", {"model": "tiny-ar", "batch_size": 10, "backend_kwargs": {"threads": 1}}),
+             AgentSpec("smollm2", "lm", {"model": "smollm2", "demonstration_turns": True, "batch_size": 10}))
 #: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
 EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
 
@@ -158,16 +163,17 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
     agents = list(AGENTS) + [AgentSpec("teacher")] + [a for a in LM_AGENTS if a.name != "smollm2" or not missing]
     notes += [missing] if missing else []
     lm_families = tiny_react_families(sorted({family_of(env_id) for env_id, _ in usable}))
-    lm_names = [a.name for a in agents if a.kind == "lm"]
-    if lm_names:
-        notes.append(f"{' and '.join(lm_names)} play the families with a tiny ReAct model in the zoo: "
-                     f"{', '.join(lm_families) or 'none here'}")
+    notes.append(f"LM agents play the families with a tiny ReAct model in the zoo ({', '.join(lm_families) or 'none here'}): "
+                 "tiny-ar every id, smollm2 the procedural ones")
     envs = []
     for env_id, found in usable:
         family = family_of(env_id)
         playing = ["random"] + (["expert"] if found.has_expert else []) + (["teacher"] if has_teacher(env_id) else [])
-        playing += lm_names if family in lm_families else []
-        envs.append(EnvSpec(env_id, agents=tuple(playing), episodes=min(episodes, EPISODES_BY_FAMILY.get(family, episodes))))
+        if family in lm_families:
+            playing += ["tiny-ar"] + (["smollm2"] if not missing and not ENVS[env_id].requires_data else [])
+        limit = {"max_episode_steps": STEP_LIMITS[family]} if family in STEP_LIMITS else {}
+        envs.append(EnvSpec(env_id, limit, agents=tuple(playing),
+                            episodes=min(episodes, EPISODES_BY_FAMILY.get(family, episodes))))
     return BenchmarkSpec("default", tuple(envs), tuple(agents), episodes=episodes, notes=tuple(notes))
 
 
