@@ -40,8 +40,9 @@ SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
 #: The default suite's episodes per env where an episode costs more: ALFWorld's LM agents play
-#: to its 50-step limit (they rarely finish), PromptEdit calls a generator at every step.
-EPISODES_BY_FAMILY = {"ALFWorld": 4, "PromptEdit": 2}
+#: to its 50-step limit (they rarely finish); PromptEdit's 8 steps each write and judge 16 records
+#: with the diffusion generator (40-80 s an episode on 2 busy cores).
+EPISODES_BY_FAMILY = {"ALFWorld": 4, "PromptEdit": 1}
 #: The language models of the default suite, as ReAct agents (`lmgym.agents.lm`), each playing an
 #: env's episodes in lockstep: the family's tiny model from the zoo (one torch thread: it shares
 #: the cores), and SmolLM2-135M-Instruct with the family's demonstrations (the grounded teacher on
