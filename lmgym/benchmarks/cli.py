@@ -104,13 +104,13 @@ def input_error_message(error: BaseException) -> str:
 def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print its table: exit 0, 1 when an episode raised (or a perf
     measurement failed), 2 on bad input (one line, no traceback)."""
+    # one progress bar, the episodes': transformers' own ("Loading weights") would cut into it
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.spec == "perf":
         from lmgym.benchmarks.perf import run_perf
 
         report = run_perf(Path(args.out or "bench-out/perf"), quick=not args.full_perf, quiet=args.quiet)
         return 1 if report["failures"] else 0
-    # one progress bar, the episodes': transformers' own ("Loading weights") would cut into it
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     from lmgym.benchmarks.report import summary_markdown
     from lmgym.benchmarks.runner import SpecMismatchError, check_spec, run_benchmark
 

@@ -6,10 +6,10 @@
    its first reset and first step come first, untimed: one-time warm-up (data, indexes, spaCy,
    a generator's weights) is reported apart (``warmup_s``).
 2. The cost of recording: episodes/s of the random agent on ``lmgym/KeyDoor-Large-v0`` played
-   three ways for the same wall time: the bare loop (reset, act, step), `run_episode` (the
-   rollout format's `Episode` built step by step) and `run_benchmark` in process (rows and
-   transcripts appended to disk as each episode ends); each recorded rate is reported as a
-   share of the bare loop's.
+   three ways: the bare loop (reset, act, step) and `run_episode` (the rollout format's
+   `Episode` built step by step) for the same wall time, and `run_benchmark` in process (rows
+   and transcripts appended to disk as each episode ends) for a fixed number of episodes; each
+   rate is reported as a share of the bare loop's.
 3. Rollouts/s with the executors: in process, then the process backend with 1 and 2 workers
    (pools started before the clock runs), each for the same wall time; the scaling ratio is
    rollouts/s with 2 workers over rollouts/s with 1.
@@ -76,7 +76,7 @@ def env_steps_per_second(env_id: str, budget_s: float) -> dict[str, Any]:
     seconds = time.perf_counter() - start
     env.close()
     return {"env": env_id, "family": family_of(env_id), "steps": steps, "episodes": episodes,
-            "seconds": round(seconds, 3), "steps_per_s": round(steps / seconds, 1), "warmup_s": round(warmup_s, 3)}
+            "seconds": round(seconds, 3), "steps_per_s": float(f"{steps / seconds:.4g}"), "warmup_s": round(warmup_s, 3)}
 
 
 def _rate(play_one, budget_s: float) -> tuple[int, float]:
@@ -88,9 +88,9 @@ def _rate(play_one, budget_s: float) -> tuple[int, float]:
     return done, time.perf_counter() - start
 
 
-def recording_cost(budget_s: float, folder: Path) -> list[dict[str, Any]]:
-    """Episodes/s on `ROLLOUT_ENV` of the bare loop, `run_episode` and `run_benchmark` (rows and
-    transcripts into `folder`), each for `budget_s`."""
+def recording_cost(budget_s: float, folder: Path, runner_episodes: int) -> list[dict[str, Any]]:
+    """Episodes/s on `ROLLOUT_ENV` of the bare loop and `run_episode`, each for `budget_s`, and of
+    `run_benchmark` (rows and transcripts into `folder`) playing `runner_episodes`."""
     env, agent = gym.make(ROLLOUT_ENV), RandomAgent()
 
     def bare(k: int) -> None:
@@ -108,9 +108,7 @@ def recording_cost(budget_s: float, folder: Path) -> list[dict[str, Any]]:
         results.append({"way": label, "episodes": episodes, "seconds": round(seconds, 3),
                         "episodes_per_s": round(episodes / seconds, 1)})
     env.close()
-    # run_benchmark has no wall-time budget: as many episodes as run_episode played in its budget
-    spec = BenchmarkSpec("perf-runner", (EnvSpec(ROLLOUT_ENV),), (AgentSpec("random"),),
-                         episodes=max(1, results[1]["episodes"]))
+    spec = BenchmarkSpec("perf-runner", (EnvSpec(ROLLOUT_ENV),), (AgentSpec("random"),), episodes=runner_episodes)
     start = time.perf_counter()
     run_benchmark(spec, folder, quiet=True, plots=False)
     seconds = time.perf_counter() - start
@@ -199,14 +197,14 @@ def perf_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-#: (env budget, recording budget, rollouts budget, file I/O episodes): seconds of wall time each,
-#: quick (what `make bench` runs) and full.
-BUDGETS = {True: (1.5, 3.0, 8.0, 200), False: (10.0, 20.0, 60.0, 2000)}
+#: (env budget, recording budget, run_benchmark's episodes, rollouts budget, file I/O episodes),
+#: budgets in seconds of wall time; quick (`make perf`, about 2 minutes on 2 busy cores) and full.
+BUDGETS = {True: (1.5, 3.0, 200, 8.0, 200), False: (10.0, 20.0, 2000, 60.0, 2000)}
 
 
 def run_perf(out: Path, quick: bool = True, quiet: bool = False) -> dict[str, Any]:
     """Measure everything above, write perf.json and perf.md into `out`, print the markdown."""
-    env_s, recording_s, rollout_s, io_episodes = BUDGETS[quick]
+    env_s, recording_s, runner_episodes, rollout_s, io_episodes = BUDGETS[quick]
     notes: list[str] = []
     failures: list[str] = []
     envs = []
@@ -222,7 +220,7 @@ def run_perf(out: Path, quick: bool = True, quiet: bool = False) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="lmgym-perf-") as scratch:
         if not quiet:
             print("perf: the cost of recording ...", file=sys.stderr, flush=True)
-        recording = recording_cost(recording_s, Path(scratch) / "runner")
+        recording = recording_cost(recording_s, Path(scratch) / "runner", runner_episodes)
         if not quiet:
             print("perf: rollouts/s with 1 and 2 workers ...", file=sys.stderr, flush=True)
         rollouts = rollouts_per_second(rollout_s)
