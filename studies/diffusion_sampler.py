@@ -51,6 +51,7 @@ import time
 
 import torch
 
+from lmgym.models import zoo
 from lmgym.models.checkpoints import load_checkpoint
 from lmgym.models.diffusion import fast_generate, generate
 from lmgym.components.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE
@@ -149,7 +150,7 @@ def _batch(tokenizer, prompts: list[str], max_prompt_tokens: int) -> tuple[torch
 def run(quick: bool = False, checkpoint: str | None = None, threads: int = 1, n: int = 8, repeats: int = 3) -> dict:
     """Measure the three samplers; returns settings, per-sampler rows and speed-up ratios."""
     torch.set_num_threads(threads)
-    folder = checkpoint or DEFAULT_CHECKPOINT
+    folder = zoo.resolve(checkpoint or DEFAULT_CHECKPOINT)
     model, tokenizer, meta = load_checkpoint(folder, device="cpu")
     with open(os.path.join(folder, EVAL_PROMPTS_FILE), encoding="utf-8") as f:
         task_prompts: dict[str, str] = json.load(f)["specified"]

@@ -41,14 +41,19 @@ class _Session:
 
 
 def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None):
-    """(model, tokenizer) for ``"smollm2"`` or a local folder, in eval mode."""
+    """(model, tokenizer) for ``"smollm2"``, a local folder or an installed zoo name, in eval mode."""
     if str(model) == "smollm2":
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
+    from lmgym.models import zoo
+
     folder = Path(model)
+    if not folder.is_dir() and zoo.is_installed(str(model)):  # a name such as "aod_editor"
+        folder = zoo.path(str(model))
     if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder or 'smollm2')")
+        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, an installed "
+                                "zoo name or 'smollm2')")
     from lmgym.models.checkpoints import load_checkpoint
 
     loaded, tokenizer, _ = load_checkpoint(folder, device=device, dtype=dtype)
