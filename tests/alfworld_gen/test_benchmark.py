@@ -7,8 +7,6 @@ pytest.importorskip("alfworld", reason="the generator reads the alfworld wheel")
 from lmgym.envs.alfworld.gen.generator import generate_game  # noqa: E402
 from lmgym.io import read_jsonl  # noqa: E402
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "alfworld_gen.py"
-
 
 @pytest.fixture(scope="module")
 def bench(load_study):
