@@ -54,6 +54,7 @@ from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.envs.registry import family_of
+from lmgym.models import zoo
 from lmgym.models.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.models.generation import generate
 from lmgym.rollouts import Episode, parse_completion
@@ -391,6 +392,7 @@ def main() -> None:
     if args.combine:
         return combine(args.combine, Path(args.out))
     args.size = args.size or ["small:40:2", "tiny:16:2"]
+    args.teacher = str(zoo.resolve(args.teacher))  # an installed name ("react/hotpotqa-preact-ar") or a folder
     alone = max(args.jobs, args.workers)  # the stages that run by themselves (teacher data and cache, metrics) use every core
     out, started = Path(args.out), time.time()
     timings: dict[str, float] = {}
