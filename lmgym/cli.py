@@ -4,9 +4,10 @@
     lmgym play ID [--seed S]                    play an env in the terminal
     lmgym rollout ID --agent expert --episodes N --out FILE
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
-    lmgym train ppo|lm ...                      trainers (lmgym.training; MDLMs: lm --objective mdlm)
+    lmgym train [NAME ...]                      trainers (lmgym.training): the list, or one run
     lmgym serve webshop ...                     WebShop as a web page
     lmgym view PATH [--port P]                  a benchmark run or rollout file as web pages
+    lmgym zoo [--verify | --root]               installed models (lmgym.models.zoo)
 
 Subcommands that need heavy packages import them only when run.
 """
@@ -14,10 +15,13 @@ Subcommands that need heavy packages import them only when run.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Callable, Sequence
 
 
@@ -52,10 +56,16 @@ def resolve(what: str, build: Callable, *args, **kwargs):
         raise InputError(f"{what}: {message}") from error
 
 
-#: `lmgym train NAME ...` runs `main(argv)` of these modules (each a CleanRL-style script).
+#: `lmgym train NAME ...` runs `main(argv) -> int` of these modules (each a CleanRL-style script
+#: whose config's field docstrings are its --help; all but ppo run in `lmgym.training.loop`).
 TRAINERS = {
-    "ppo": "lmgym.training.ppo",
     "lm": "lmgym.training.lm",
+    "distill": "lmgym.training.distill",
+    "agentic-sft": "lmgym.training.agentic_sft",
+    "vrpo": "lmgym.training.vrpo",
+    "kvteam-sft": "lmgym.training.kvteam_sft",
+    "pg": "lmgym.training.pg",
+    "ppo": "lmgym.training.ppo",
 }
 #: `lmgym serve NAME ...`: modules exposing add_arguments(parser) and main(args).
 SERVERS = {"webshop": "lmgym.envs.webshop.web"}
@@ -121,10 +131,47 @@ def cmd_rollout(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- zoo -----------------------------------------------------------------------------------
+def cmd_zoo(args: argparse.Namespace) -> int:
+    """The installed models with size and provenance; ``--verify`` checks them, ``--root`` says where."""
+    from lmgym.models import zoo
+
+    root = zoo.root()
+    if args.root:
+        print(root)
+        return 0
+    if args.verify:
+        problems = zoo.verify(root)
+        print("\n".join(problems) if problems else f"{len(zoo.manifest(root))} models in {root} match {zoo.MANIFEST}")
+        return 1 if problems else 0
+    entries, names = zoo.manifest(root), zoo.names()
+    if not names:
+        print(f"no models installed in {root} (set LMGYM_ZOO to a zoo folder, such as a clone's zoo/)")
+    for name in names:
+        entry = entries[name]
+        print(f"{name}  {entry['bytes'] / 1e6:.1f} MB, {len(entry['files'])} files\n"
+              f"    command: {entry['command']}\n    data: {entry['data']}")
+    return 0
+
+
 # -- delegated subcommands -----------------------------------------------------------------
+def trainer_summary(module_name: str) -> str:
+    """A trainer's one-line description, its module docstring's first line, read without importing
+    it (trainers import torch, transformers or SB3)."""
+    source = Path(importlib.util.find_spec(module_name).origin).read_text(encoding="utf-8")
+    return ast.get_docstring(ast.parse(source)).splitlines()[0]
+
+
 def cmd_train(args: argparse.Namespace) -> int:
-    module = importlib.import_module(TRAINERS[args.trainer])
-    return int(module.main(args.rest) or 0)
+    if args.trainer is None or args.help:
+        width = max(map(len, TRAINERS))
+        print("usage: lmgym train NAME [OPTIONS]  (lmgym train NAME --help: the trainer's options)\n\ntrainers:")
+        for name, module_name in TRAINERS.items():
+            print(f"  {name:<{width}}  {trainer_summary(module_name)}")
+        return 0
+    if args.trainer not in TRAINERS:
+        raise InputError(f"no trainer {args.trainer!r}; the trainers: {', '.join(TRAINERS)}")
+    return importlib.import_module(TRAINERS[args.trainer]).main(args.rest)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -151,6 +198,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rollout.add_argument("--quiet", action="store_true")
     rollout.set_defaults(func=cmd_rollout)
 
+    zoo = sub.add_parser("zoo", help="list the installed models with their training command and data")
+    what = zoo.add_mutually_exclusive_group()
+    what.add_argument("--verify", action="store_true", help="check every file against the manifest's sha256 (exit 1 on a problem)")
+    what.add_argument("--root", action="store_true", help="print the zoo folder ($LMGYM_ZOO, else the checkout's zoo/)")
+    zoo.set_defaults(func=cmd_zoo)
+
     # Delegated subcommands import their module only when they are the one being run.
     argv = list(sys.argv[1:] if argv is None else argv)
     wanted = argv[0] if argv else None
@@ -160,8 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         module.add_arguments(bench)
         bench.set_defaults(func=module.main)
 
-    train = sub.add_parser("train", help="train a policy (the trainer's own --help lists its options)", add_help=False)
-    train.add_argument("trainer", choices=sorted(TRAINERS))
+    train = sub.add_parser("train", help="train a model (lmgym train lists the trainers)", add_help=False)
+    train.add_argument("-h", "--help", action="store_true", help="list the trainers")
+    train.add_argument("trainer", nargs="?", help="a trainer's name; its own --help lists its options")
     train.add_argument("rest", nargs=argparse.REMAINDER)
     train.set_defaults(func=cmd_train)
 

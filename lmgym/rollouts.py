@@ -2,10 +2,10 @@
 
 A line (an `Episode`) holds the env id, seed, task, agent name, the steps and the outcome.
 Each `Step` keeps what the agent read (``observation``), what it wrote (``completion``: the
-reasoning and the action, rendered by `format_completion`), the parsed ``action``, and
-``spans``: character ranges of the completion labelled ``"reason"`` or ``"act"``, which
-distillation maps onto tokens (Structured Agent Distillation's [REASON]/[ACT] segments).
-Offsets are characters, not tokens, so one file serves any tokenizer.
+reasoning and the action in the ReAct turn format, `lmgym.react`), the parsed ``action``, and
+``spans`` (`lmgym.react.Span`): character ranges of the completion labelled ``"reason"`` or
+``"act"``, which distillation maps onto tokens (Structured Agent Distillation's [REASON]/[ACT]
+segments). Offsets are characters, not tokens, so one file serves any tokenizer.
 
 Types are the same in every row so ``datasets.load_dataset("json", data_files=path)`` reads a
 file as a table; family-specific info goes into ``info_json`` (a JSON string).
@@ -20,90 +20,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from lmgym.io import append_jsonl, atomic_write_text, read_jsonl
+from lmgym.react import Span
 
 #: Info keys copied into every step as typed columns; the rest go to ``info_json``.
 STEP_INFO_KEYS = ("action_valid", "won")
-
-REASON_PREFIX = "Thought: "
-ACTION_PREFIX = "Action: "
-
-
-@dataclass
-class Span:
-    kind: str  # "reason" or "act"
-    start: int  # character offsets into Step.completion, end exclusive
-    end: int
-
-
-def format_completion(reasoning: str, action: str) -> tuple[str, list[Span]]:
-    """Render a ReAct-style completion ``Thought: ...\\nAction: ...`` and its spans."""
-    text, spans = "", []
-    if reasoning:
-        start = len(REASON_PREFIX)
-        text = f"{REASON_PREFIX}{reasoning}\n"
-        spans.append(Span("reason", start, start + len(reasoning)))
-    start = len(text) + len(ACTION_PREFIX)
-    text += f"{ACTION_PREFIX}{action}"
-    spans.append(Span("act", start, start + len(action)))
-    return text, spans
-
-
-@dataclass
-class ParsedCompletion:
-    reasoning: str
-    action: str  # the text after the first "Action:" (the whole last line when there is none)
-    spans: list[Span]
-    has_action: bool  # False: the completion breaks the Thought/Action format
-    turn_end: int  # characters of the text that make up the turn
-
-
-def parse_completion(text: str) -> ParsedCompletion:
-    """Read a model's ReAct turn: the reasoning after ``Thought:`` and the action on the first
-    ``Action:`` line (prefixes matched case-insensitively), with their character spans.
-
-    ``turn_end`` is where that action line ends: what a model writes after it (another
-    thought, an imagined observation) is not part of its turn.
-
-    A completion without an ``Action:`` line is a format error; its last non-empty line is
-    taken as the action (models often answer with the bare command), and the span says so.
-    """
-    lower = text.lower()
-    marker = lower.find(ACTION_PREFIX.strip().lower())
-    if marker >= 0:
-        start = marker + len(ACTION_PREFIX.strip())
-        line_end = text.find("\n", start)
-        end = turn_end = len(text) if line_end < 0 else line_end
-        while start < end and text[start] in " >":  # "Action: > go to desk 1" (ReAct's ALFWorld style)
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        has_action, head = True, text[:marker]
-    else:
-        lines = [(m, m + len(line)) for m, line in _line_starts(text) if line.strip()]
-        start, end = lines[-1] if lines else (0, 0)
-        turn_end = len(text)
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        has_action, head = False, text[:start]
-    spans = []
-    thought = head.lower().find(REASON_PREFIX.strip().lower())
-    r_start = thought + len(REASON_PREFIX.strip()) if thought >= 0 else 0
-    r_end = len(head.rstrip())
-    while r_start < r_end and head[r_start].isspace():
-        r_start += 1
-    if r_end > r_start:
-        spans.append(Span("reason", r_start, r_end))
-    spans.append(Span("act", start, end))
-    return ParsedCompletion(text[r_start:r_end] if r_end > r_start else "", text[start:end], spans, has_action, turn_end)
-
-
-def _line_starts(text: str):
-    offset = 0
-    for line in text.split("\n"):
-        yield offset, line
-        offset += len(line) + 1
 
 
 @dataclass

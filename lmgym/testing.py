@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 from lmgym.envs.core import INFO_KEYS
-from lmgym.envs.registry import ENVS, unavailable_reason
+from lmgym.envs.registry import unavailable_reason  # noqa: F401  the kit's skip reason (tests call testing.unavailable_reason)
 
 #: Actions no env may raise on: empty, huge, unicode, brackets, control characters.
 JUNK_ACTIONS: tuple[str, ...] = (
@@ -28,10 +28,6 @@ JUNK_ACTIONS: tuple[str, ...] = (
     "ünïcødé ✓ 漢字 🙂", "\x00\x01\x1b[31m\x7f", "\t\r\n", "None", "0", "-1", "move to to",
     "put   in/on", "search[" + "a" * 5000 + "]", "lookup[\x00]",
 )
-
-
-def available_env_ids() -> list[str]:
-    return sorted(i for i, e in ENVS.items() if unavailable_reason(e) is None)
 
 
 def check_info_contract(info: dict[str, Any]) -> None:

@@ -19,11 +19,11 @@ import numpy as np
 
 from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context
 from lmgym.agents.prompt_search.teacher import MUTATION_INSTRUCTIONS, teacher_edit
-from lmgym.benchmarks.report import wilson_interval
 from lmgym.envs.promptedit.edits import EditLibrary, apply_edit
 from lmgym.envs.promptedit.generators import RuleBasedGenerator
 from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.tasks import LOADERS, load_task
+from lmgym.stats import wilson_interval
 
 KINDS = ("feedback", "instruction", "blind")
 

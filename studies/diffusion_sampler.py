@@ -51,10 +51,10 @@ import time
 
 import torch
 
-from lmgym.models import zoo
 from lmgym.models.checkpoints import load_checkpoint
 from lmgym.models.diffusion import fast_generate, generate
 from lmgym.components.record_generator import DEFAULT_CHECKPOINT, EVAL_PROMPTS_FILE
+from lmgym.models import zoo
 from lmgym.models.tokenizer import decode_answer, prompt_ids
 
 BLOCK_LENGTH = 32

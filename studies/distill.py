@@ -46,10 +46,9 @@ from pathlib import Path
 import torch
 
 import lmgym  # noqa: F401  (registers the envs)
-from lmgym.agents.prompts import PromptProfile
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import record_rollouts
-from lmgym.benchmarks.report import _pyplot, mcnemar_exact, wilson_interval
+from lmgym.benchmarks.report import _pyplot
 from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
@@ -57,7 +56,9 @@ from lmgym.envs.registry import family_of
 from lmgym.models import zoo
 from lmgym.models.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.models.generation import generate
-from lmgym.rollouts import Episode, parse_completion
+from lmgym.react import PromptProfile, parse_completion
+from lmgym.rollouts import Episode
+from lmgym.stats import mcnemar_exact, wilson_interval
 from lmgym.training.distill import (METHODS, DistillConfig, at_completion, collate, completion_window, encode_turns,
                                     forward_kl, teacher_log_probs, train, write_teacher_cache)
 from lmgym.training.transcripts import encode_episode

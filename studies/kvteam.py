@@ -40,10 +40,11 @@ import torch
 import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.kvteam import KVTeam, load_adapters, load_backbone, majority_answer, resolve_installed
 from lmgym.agents.runner import agent_seed
-from lmgym.benchmarks.report import _pyplot, mcnemar_exact, mean_interval, wilson_interval
+from lmgym.benchmarks.report import _pyplot
 from lmgym.envs.registry import family_of
 from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.models.checkpoints import read_meta
+from lmgym.stats import mcnemar_exact, mean_interval, wilson_interval
 
 SC_TEMPERATURE = 0.7
 NO_TRACE = "-notrace"

@@ -45,10 +45,11 @@ import numpy as np
 
 import lmgym  # noqa: F401
 from lmgym.agents.preact import DEFAULT_CHECKPOINT
-from lmgym.benchmarks.report import _pyplot, mean_interval, wilson_interval
+from lmgym.benchmarks.report import _pyplot
 from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.stats import mean_interval, wilson_interval
 
 GEN_ENVS = (("HotPotQA-Gen easy", "lmgym/HotPotQA-Gen-Easy-v0"), ("HotPotQA-Gen medium", "lmgym/HotPotQA-Gen-v0"),
             ("HotPotQA-Gen hard", "lmgym/HotPotQA-Gen-Hard-v0"))

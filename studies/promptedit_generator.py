@@ -35,13 +35,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from lmgym.benchmarks.report import wilson_interval
 from lmgym.envs.promptedit.generators import RuleBasedGenerator
 from lmgym.envs.promptedit.judge import JudgeCluster
 from lmgym.envs.promptedit.metrics import parse_record
 from lmgym.envs.promptedit.phrasings import specified_prompt_in
 from lmgym.envs.promptedit.tasks import SchemaTask, load_task
 from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.stats import wilson_interval
 
 TASKS = ("TruthfulQA", "SelfInstruct", "SuperNI", "MultiWOZ")
 PROMPT_KINDS = ("starting", "specified", "held_out", "smollm2")

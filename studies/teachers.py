@@ -40,9 +40,9 @@ import gymnasium as gym
 import lmgym  # noqa: F401
 from lmgym.agents import run_episode
 from lmgym.agents.registry import make_agent
-from lmgym.benchmarks.report import wilson_interval
 from lmgym.data import DataNotFoundError
 from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.stats import wilson_interval
 
 AGENTS = ("expert", "teacher")
 QUICK_EPISODES = 2

@@ -1,4 +1,3 @@
-import contextlib
 import os
 from pathlib import Path
 
@@ -59,31 +58,6 @@ def tiny_preact_folder(tmp_path_factory, teacher_hotpotqa_file):
     return out / "checkpoint"
 
 
-@pytest.fixture
-def interrupt_training(monkeypatch):
-    """``with interrupt_training(trainer_module, step): train(...)``: the trainer raises
-    KeyboardInterrupt (what Ctrl-C raises) when its learning-rate schedule reaches `step`, which
-    the block expects; the schedule is restored after, so the next run resumes."""
-
-    @contextlib.contextmanager
-    def interrupt(module, step: int):
-        schedule = module.learning_rate
-
-        def interrupted(cfg, at, **kwargs):
-            if at == step:
-                raise KeyboardInterrupt
-            return schedule(cfg, at, **kwargs)
-
-        monkeypatch.setattr(module, "learning_rate", interrupted)
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                yield
-        finally:
-            monkeypatch.setattr(module, "learning_rate", schedule)
-
-    return interrupt
-
-
 STUDIES = Path(__file__).resolve().parents[1] / "studies"
 
 
@@ -110,3 +84,4 @@ def _load_study(name: str):
 def load_study():
     """``load_study("teachers")``: the study module `studies/teachers.py`."""
     return _load_study
+

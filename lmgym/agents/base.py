@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from lmgym.rollouts import Span, format_completion
+from lmgym.react import Span, format_completion
 
 
 @dataclass

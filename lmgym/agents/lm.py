@@ -1,11 +1,12 @@
 """Any language model as a ReAct agent: prompts per family, history, action parsing, batching.
 
 ``LMAgent`` (registered as agent ``lm``) writes a ``Thought: ...`` line and an ``Action: ...``
-line each step (ReAct: Yao et al. 2023, arXiv:2210.03629), from a prompt built by
-`lmgym.agents.prompts`: the family's instructions and grammar, few-shot demonstrations of
-training tasks, then the episode's transcript. The model is any `TextBackend`
-(`lmgym.models.backends`): a local Hugging Face folder (``model="smollm2"`` for the bundled
-SmolLM2-135M-Instruct), a masked-diffusion checkpoint, or an OpenAI-compatible endpoint
+line each step (ReAct: Yao et al. 2023, arXiv:2210.03629; the format is `lmgym.react`), from a
+prompt of the family's instructions and grammar (its `ReActPrompt`,
+``lmgym/envs/<family>/prompt.py``), few-shot demonstrations of training tasks
+(`lmgym.agents.demonstrations`, played once), then the episode's transcript. The model is any
+`TextBackend` (`lmgym.models.backends`): a local Hugging Face folder (``model="smollm2"`` for the
+bundled SmolLM2-135M-Instruct), a masked-diffusion checkpoint, or an OpenAI-compatible endpoint
 (``base_url=...``)::
 
     lmgym rollout lmgym/ALFWorld-Gen-v0 --agent "lm(model=smollm2)" --episodes 5 --out runs/lm.jsonl
@@ -17,9 +18,9 @@ demonstrations and the task are always kept. When the transcript outgrows its bu
 jumps a quarter of the budget ahead, so a session's KV cache stays valid for the next turns
 rather than being re-encoded after every step.
 
-Actions: the text of the first ``Action:`` line (the turn ends there) (`lmgym.rollouts.parse_completion`); where the
-env lists admissible actions it is snapped to the closest one (rapidfuzz's ``ratio`` at least
-``snap_cutoff``), except for the family's free-text verbs (``finish[...]``, ``search[...]``).
+Actions: the text of the first ``Action:`` line (the turn ends there; `lmgym.react.parse_completion`);
+where the env lists admissible actions it is snapped to the closest one (rapidfuzz's ``ratio`` at
+least ``snap_cutoff``), except for the family's free-text verbs (``finish[...]``, ``search[...]``).
 The raw completion stays in the rollout; ``Decision.extra`` records ``format_error`` (no
 ``Action:`` line), ``snapped``, ``raw_action`` and ``cached_tokens``.
 
@@ -38,19 +39,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.agents.prompts import (MESSAGE_OVERHEAD, FamilyPrompt, Turn, advance_window, completion_tokens,
-                                  demonstration_messages, messages_as_text, observation_tokens, prompt_for,
-                                  react_paper_demonstrations, render_messages, system_text, transcript_budget)
+from lmgym.agents.demonstrations import family_demonstrations, react_paper_demonstrations
 from lmgym.envs.alfworld.games import data_folder as alfworld_folder
-from lmgym.envs.registry import family_of
+from lmgym.envs.registry import family_of, family_prompt
 from lmgym.models import zoo
 from lmgym.models.backends import SamplingParams, TextBackend, make_text_backend
-from lmgym.rollouts import parse_completion
+from lmgym.react import (DEFAULT_PROMPT, Demonstration, ReActPrompt, Turn, advance_window, completion_tokens,
+                         observation_tokens, parse_completion, render_messages, system_text, transcript_budget)
 
 #: Model names that stand for the tiny ReAct model of the env's family (`installed_tiny_model`).
 TINY_MODELS = {"tiny-ar": "ar", "tiny-mdlm": "mdlm"}
@@ -89,7 +89,7 @@ class _Model:
 class _Slot:
     """One episode's conversation."""
 
-    prompt: FamilyPrompt
+    prompt: ReActPrompt
     model: _Model
     system: str
     seed: int | None
@@ -97,7 +97,7 @@ class _Slot:
     rng: np.random.Generator
     task: str | None = None
     few_shot: int = 0
-    demos: tuple[dict[str, str], ...] = ()  # demonstrations as chat turns before the episode
+    demos: tuple[Demonstration, ...] = ()  # demonstrations as chat turns before the episode
     turns: list[Turn] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)  # tokens of each rendered turn
     first_kept: int = 0
@@ -132,7 +132,7 @@ class LMAgent(Agent):
         base_url: an OpenAI-compatible endpoint (``http://127.0.0.1:8000/v1``).
         backend_kwargs: more arguments for the backend (device, dtype, threads, api_key_env, ...).
         few_shot: demonstrations in the prompt (None: 0 for a checkpoint trained here, else the
-            family's count).
+            family's count, or all the given `demonstrations`).
         instructions: state the task format and grammar in a system message (None: as trained, or True).
         history: ``"tokens"`` or ``"turns"``; max_prompt_tokens: the transcript's budget (None:
             what the backend's context leaves, at most 4096); history_turns: turns kept for "turns".
@@ -140,10 +140,12 @@ class LMAgent(Agent):
         temperature, top_p: sampling (0: greedy).
         snap, snap_cutoff: snap actions to the admissible list (None: the family's choice).
         show_actions: list the admissible actions under each observation (None: the family's).
-        demonstrations: ``"family"`` (the family's demonstrator on training tasks) or, for
-            ALFWorld, ``"react-paper"``: the ReAct paper's two transcripts of the episode's task
-            type (``LMGYM_DATA/alfworld/react_prompts``; older ``put`` grammar, accepted by the env).
-        demonstration_turns: put the family's demonstrations before the episode as earlier
+        demonstrations: ``"family"`` (the family's demonstrator on training tasks, played once:
+            `lmgym.agents.demonstrations.family_demonstrations`), for ALFWorld ``"react-paper"``
+            (the ReAct paper's two transcripts of the episode's task type,
+            ``LMGYM_DATA/alfworld/react_prompts``; older ``put`` grammar, accepted by the env), or
+            your own `lmgym.react.Demonstration` list (`demonstration_of` makes one from a rollout).
+        demonstration_turns: put the demonstrations before the episode as earlier
             user/assistant turns instead of as text in the system message. A small instruct
             model follows the Thought/Action format from turns it has "written" (SmolLM2-135M on
             HotPotQA-Gen: format-error rate 1.00 with demonstrations in the system message,
@@ -159,7 +161,8 @@ class LMAgent(Agent):
                  history: Literal["tokens", "turns"] = "tokens", max_prompt_tokens: int | None = None,
                  history_turns: int = 8, max_new_tokens: int | None = None, temperature: float = 0.0,
                  top_p: float = 1.0, snap: bool | None = None, snap_cutoff: float = 80.0,
-                 show_actions: bool | None = None, demonstrations: Literal["family", "react-paper"] = "family",
+                 show_actions: bool | None = None,
+                 demonstrations: Literal["family", "react-paper"] | Sequence[Demonstration] = "family",
                  demonstration_turns: bool = False, batch_size: int = 1, name: str | None = None):
         if not isinstance(model, (str, Path)) or not str(model):
             raise ValueError(f"model must be 'smollm2', a local folder or an endpoint's model name, got {model!r}")
@@ -167,10 +170,16 @@ class LMAgent(Agent):
             raise ValueError(f"history must be 'tokens' or 'turns', got {history!r}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if demonstrations not in ("family", "react-paper"):
-            raise ValueError(f"demonstrations must be 'family' or 'react-paper', got {demonstrations!r}")
-        if demonstration_turns and demonstrations != "family":
-            raise ValueError("demonstration_turns=True takes the family's demonstrations, not 'react-paper'")
+        if isinstance(demonstrations, str):
+            if demonstrations not in ("family", "react-paper"):
+                raise ValueError(f"demonstrations must be 'family', 'react-paper' or a list of Demonstration, "
+                                 f"got {demonstrations!r}")
+        else:
+            demonstrations = tuple(demonstrations)
+            if not all(isinstance(d, Demonstration) for d in demonstrations):
+                raise ValueError("demonstrations must be 'family', 'react-paper' or a list of lmgym.react.Demonstration")
+        if demonstration_turns and demonstrations == "react-paper":
+            raise ValueError("demonstration_turns=True takes the family's or your demonstrations, not 'react-paper'")
         self.demonstrations, self.demonstration_turns = demonstrations, demonstration_turns
         self.model, self.backend_choice, self.base_url = str(model), backend, base_url
         self.backend_kwargs = dict(backend_kwargs or {})
@@ -225,21 +234,35 @@ class LMAgent(Agent):
         if old is not None:
             old.model.backend.end_session(old.session)
         model = self._model_for(env_id)
-        prompt = prompt_for(env_id)
-        few_shot = model.few_shot if model.few_shot is not None else (prompt.examples.count if prompt.examples else 0)
-        if self.demonstrations == "react-paper" and prompt.family != "ALFWorld":
-            raise ValueError(f"demonstrations='react-paper' exists for ALFWorld only, not {prompt.family}")
-        demos: tuple[dict[str, str], ...] = ()
-        if self.demonstration_turns:
-            demos = tuple(m for demo in demonstration_messages(prompt.family, few_shot) for m in demo) if few_shot else ()
-            system = system_text(prompt, instructions=model.instructions, few_shot=0)
-        elif self.demonstrations == "react-paper":  # they depend on the task type: wait for the first observation
+        prompt = family_prompt(family_of(env_id)) if env_id else DEFAULT_PROMPT
+        few_shot = model.few_shot if model.few_shot is not None else self._default_few_shot(prompt)
+        demos: tuple[Demonstration, ...] = ()
+        if self.demonstrations == "react-paper":  # they depend on the task type: wait for the first observation
+            if prompt.family != "ALFWorld":
+                raise ValueError(f"demonstrations='react-paper' exists for ALFWorld only, not {prompt.family}")
             system = ""
+        elif self.demonstration_turns:
+            demos = self._demonstrations(prompt, few_shot)
+            system = system_text(prompt, instructions=model.instructions)
         else:
-            system = system_text(prompt, instructions=model.instructions, few_shot=few_shot)
+            system = system_text(prompt, instructions=model.instructions,
+                                 demonstrations=self._demonstrations(prompt, few_shot))
         self._episodes += 1
         self._slots[slot] = _Slot(prompt, model, system, seed, (slot, self._episodes), np.random.default_rng(seed),
                                   few_shot=few_shot, demos=demos)
+
+    def _default_few_shot(self, prompt: ReActPrompt) -> int:
+        if not isinstance(self.demonstrations, str):
+            return len(self.demonstrations)
+        return prompt.demonstrations.count if prompt.demonstrations else 0
+
+    def _demonstrations(self, prompt: ReActPrompt, few_shot: int) -> tuple[Demonstration, ...]:
+        """The first `few_shot` of the given demonstrations, or the family's."""
+        if isinstance(self.demonstrations, str):
+            return family_demonstrations(prompt, few_shot)
+        if few_shot > len(self.demonstrations):
+            raise ValueError(f"few_shot={few_shot} but only {len(self.demonstrations)} demonstrations were given")
+        return self.demonstrations[:few_shot]
 
     def decide(self, observation: str, info: dict[str, Any]) -> Decision:
         return self.decide_slots([0], [observation], [info])[0]
@@ -290,8 +313,8 @@ class LMAgent(Agent):
             if self.demonstrations == "react-paper":
                 demos = react_paper_demonstrations(alfworld_folder(), str(info.get("task_type")),
                                                    state.few_shot) if state.few_shot else ()
-                state.system = system_text(state.prompt, instructions=state.model.instructions, few_shot=state.few_shot,
-                                           demos=demos)
+                state.system = system_text(state.prompt, instructions=state.model.instructions,
+                                           demonstrations=demos)
         show = state.model.show_actions if state.model.show_actions is not None else state.prompt.show_actions
         turn = Turn(observation, actions=tuple(info.get("admissible_actions") or ()) if show else ())
         state.turns.append(turn)
@@ -299,9 +322,8 @@ class LMAgent(Agent):
         if self.history == "turns":
             state.first_kept = max(state.first_kept, len(state.turns) - self.history_turns)
             return
-        fixed = state.system + messages_as_text(list(state.demos))
-        budget = (transcript_budget(state.model.backend.count_tokens, fixed, state.task, state.model.max_prompt_tokens)
-                  - MESSAGE_OVERHEAD * len(state.demos))
+        budget = transcript_budget(state.model.backend.count_tokens, state.system, state.task,
+                                   state.model.max_prompt_tokens, state.demos)
         state.first_kept = advance_window(state.lengths, state.first_kept, budget)
 
     def close(self) -> None:

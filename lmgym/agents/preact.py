@@ -50,10 +50,9 @@ from typing import Any, Literal
 import torch
 
 from lmgym.agents.base import Agent, Decision
-from lmgym.agents.prompts import Turn, render_messages
 from lmgym.models import zoo
 from lmgym.models.tokenizer import chat_prompt_ids
-from lmgym.rollouts import Span
+from lmgym.react import Span, Turn, render_messages
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 #: Where `lmgym.training.agentic_sft` (``--install``) puts the HotPotQA-Gen model.
@@ -185,10 +184,10 @@ class PReActAgent(Agent):
 
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        folder = zoo.path(DEFAULT_CHECKPOINT, rebuild="python examples/train_preact.py --install") if not model \
-            else zoo.resolve(model)
+        rebuild = "python examples/train_preact.py --install"
+        folder = zoo.path(DEFAULT_CHECKPOINT, rebuild=rebuild) if not model else zoo.resolve(model)
         if not folder.is_dir():
-            raise FileNotFoundError(f"no P-ReAct model at {folder}")
+            raise FileNotFoundError(f"no P-ReAct model at {folder}; build one with {rebuild}")
         trained = dict(read_meta(folder).get("preact_layout") or {})
         self.layout = TurnLayout(reason_tokens or trained.get("reason_tokens", 64),
                                  call_tokens or trained.get("call_tokens", 32))

@@ -1,8 +1,8 @@
 """Summaries, tables and plots of a benchmark's episode rows.
 
-Per env x agent: success rate with its Wilson 95% interval, mean return, mean score (where the
-env reports ``info["score"]``: WebShop's purchase reward, HotPotQA's F1, PromptEdit's reward),
-mean EM and F1 (where the env reports ``info["em"]``/``info["f1"]``), mean steps,
+Per env x agent of the rows (`lmgym.benchmarks.rows`): success rate with its Wilson 95% interval
+(`lmgym.stats`), mean return, mean score (where the env reports ``info["score"]``: WebShop's
+purchase reward, HotPotQA's F1, PromptEdit's reward), mean EM and F1 (where the env reports ``info["em"]``/``info["f1"]``), mean steps,
 invalid-action rate (invalid actions / steps), tokens and seconds per episode, and the number
 of episodes that raised. Episodes that raised are counted apart: every rate and mean is over
 the finished episodes (``episodes``), never a silent loss.
@@ -11,59 +11,26 @@ the finished episodes (``episodes``), never a silent loss.
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from lmgym.benchmarks.rows import Row
 from lmgym.benchmarks.spec import BenchmarkSpec
 from lmgym.io import atomic_write_json, atomic_write_text
+from lmgym.stats import wilson_interval
 
 LOAD_NOTE = ("Seconds are wall time on the machine that ran the benchmark; on a shared machine "
              "compare them only within one run.")
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (Wilson 1927, JASA 22:209).
-
-    ``(p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)``; unlike the normal approximation
-    it stays inside [0, 1] and is informative at 0 or n successes. ``(0, 1)`` when n = 0.
-    """
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    # At 0 or n successes the bound is exactly 0 or 1; floating point lands a hair off it.
-    low = 0.0 if successes == 0 else centre - half
-    high = 1.0 if successes == n else centre + half
-    return low, high
-
-
-def mcnemar_exact(only_first: int, only_second: int) -> float:
-    """Two-sided exact McNemar p-value of two agents on paired episodes (McNemar 1947,
-    Psychometrika 12:153): under the null the discordant pairs (won by one agent only) split
-    Binomial(b + c, 1/2); p = min(1, 2 P(X <= min(b, c))). 1.0 with no discordant pair."""
-    n = only_first + only_second
-    tail = sum(math.comb(n, k) for k in range(min(only_first, only_second) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
-def mean_interval(values: list[float]) -> tuple[float, float, float]:
-    """Mean and its normal 95% interval (mean +- 1.96 standard errors; nan for one value)."""
-    mean = statistics.fmean(values)
-    half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
-    return mean, mean - half, mean + half
 
 
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def summarize(spec: BenchmarkSpec, rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(spec: BenchmarkSpec, rows: list[Row]) -> dict[str, Any]:
     """The summary dict written to ``summary.json`` (cells in spec order)."""
-    by_cell: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         by_cell[row["env"], row["agent"]].append(row)
     cells = []
@@ -160,7 +127,7 @@ def plot_success(summary: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def plot_returns(summary: dict[str, Any], rows: list[dict[str, Any]], path: Path) -> None:
+def plot_returns(summary: dict[str, Any], rows: list[Row], path: Path) -> None:
     """Return of each finished episode (markers) and its running mean (line), one panel per env."""
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
@@ -200,7 +167,7 @@ def _pyplot():
     return plt
 
 
-def write_report(out: Path, spec: BenchmarkSpec, rows: list[dict[str, Any]], plots: bool = True) -> dict[str, Any]:
+def write_report(out: Path, spec: BenchmarkSpec, rows: list[Row], plots: bool = True) -> dict[str, Any]:
     """Write summary.json, summary.md and (unless `plots` is False) success.png, returns.png."""
     summary = summarize(spec, rows)
     atomic_write_json(out / "summary.json", summary)

@@ -4,8 +4,8 @@
 
 * ``spec.json``: the spec, and under ``written_by`` the lmgym version and git commit that
   wrote the folder (a folder holds one spec; another spec there is refused, naming what differs),
-* ``episodes.jsonl``: one row per episode, appended atomically as each finishes
-  (`lmgym.io.append_jsonl`), so a crash loses at most the episodes in flight,
+* ``episodes.jsonl``: one row per episode (`lmgym.benchmarks.rows`), appended atomically as each
+  finishes (`lmgym.io.append_jsonl`), so a crash loses at most the episodes in flight,
 * ``transcripts.jsonl`` (unless ``transcripts=False``): each episode in the rollout format
   (`lmgym.rollouts`: observations, completions with their spans, actions, rewards, info) plus
   its row's ``key``; the row's ``transcript`` column names this file (None when not recorded).
@@ -37,9 +37,9 @@ from tqdm import tqdm
 
 import lmgym
 from lmgym.agents.registry import resolve_agent
-from lmgym.benchmarks.backends import Backend, all_jobs, job_key, make_backend
-from lmgym.benchmarks.backends.worker import ROLLOUT_FIELD
+from lmgym.benchmarks.backends import Backend, make_backend
 from lmgym.benchmarks.report import write_report
+from lmgym.benchmarks.rows import ROLLOUT_FIELD, all_jobs, job_key
 from lmgym.benchmarks.spec import BenchmarkSpec
 from lmgym.io import append_jsonl, atomic_write_json, read_jsonl, repair_jsonl
 

@@ -54,8 +54,6 @@ LM_AGENTS = (AgentSpec("tiny-ar", "lm", {"model": "tiny-ar", "batch_size": 10, "
 #: WebShop episodes to their step limits (15-50 turns): minutes per env, measured in
 #: docs/benchmarks.md; `lmgym bench studies/specs/lm_agents.yaml` plays it everywhere.
 SMOLLM2_FAMILIES = ("HotPotQA",)
-#: The evaluation splits `full` sweeps, for families whose env takes a ``split`` argument.
-EVAL_SPLITS = {"ALFWorld": ("valid_seen", "valid_unseen"), "WebShop": ("test",), "HotPotQA": ("dev",)}
 
 
 def missing_requirement(env_id: str) -> str | None:
@@ -178,7 +176,7 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
 
 def _split_variants(env_id: str) -> list[dict[str, Any]]:
     """Kwargs selecting each evaluation split of `env_id` (``[{}]`` when it has no ``split``)."""
-    splits = EVAL_SPLITS.get(family_of(env_id))
+    splits = ENVS[env_id].eval_splits
     entry_point = gym.spec(env_id).entry_point
     if not splits or not isinstance(entry_point, str):
         return [{}]

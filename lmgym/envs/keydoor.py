@@ -10,11 +10,27 @@ from collections import deque
 from typing import Any
 
 from lmgym.envs.core import TextEnv
+from lmgym.react import DemonstrationSource, ReActPrompt
 
 ROOM_NAMES = ("attic", "cellar", "hall", "kitchen", "library", "pantry", "porch", "study", "workshop")
 KEY_NAMES = ("brass key", "copper key", "iron key", "silver key")
 DISTRACTORS = ("apple", "candle", "map", "old boot", "teacup", "umbrella")
 DIRECTIONS = {"north": (-1, 0), "south": (1, 0), "west": (0, -1), "east": (0, 1)}
+
+#: The family's ReAct prompt (`lmgym.react.ReActPrompt`): the grammar of Action Space below, the
+#: admissible actions listed, demonstrations by the expert on training seeds.
+PROMPT = ReActPrompt(
+    family="KeyDoor",
+    instructions=(
+        "Find the key, unlock the vault door and enter the vault. Each turn, read the observation, then write "
+        "one line of reasoning and one command:\n"
+        "Thought: <your reasoning>\n"
+        "Action: <one command>\n"
+        "Commands: go north, go south, go east, go west, take <item>, unlock door, enter vault, look, inventory.\n"),
+    demonstrations=DemonstrationSource("lmgym/KeyDoor-v0", agent="expert", count=2, max_steps=12),
+    show_actions=True,
+    max_new_tokens=48,
+)
 
 
 def with_article(noun: str) -> str:

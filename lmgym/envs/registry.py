@@ -2,7 +2,9 @@
 
 Entry points are strings, so registering imports no family code: a data-backed env loads
 its data only when made. `ENVS` also records what `lmgym list` prints and what the test
-matrix needs to know (which data folder an id reads, which optional extra it needs).
+matrix needs to know (which data folder an id reads, which optional extra it needs), and the
+splits a full evaluation sweeps. `FAMILY_PROMPTS` names where each family keeps its ReAct
+prompt (`family_prompt` loads it), beside its env and its teacher.
 
 Ids follow ``lmgym/<Family>[-<Variant>]-v<N>``; anything that changes results bumps N.
 """
@@ -16,8 +18,8 @@ from typing import Any
 import gymnasium as gym
 
 from lmgym.data import data_root
-
-NAMESPACE = "lmgym"
+from lmgym.entrypoints import load_entry_point
+from lmgym.react import DEFAULT_PROMPT, ReActPrompt
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,26 @@ class EnvEntry:
     expert_min_success: float = 1.0
     #: Kwargs `lmgym play` adds for a person (``--env-kwargs`` overrides them).
     play_kwargs: dict[str, Any] = field(default_factory=dict)
+    #: Values of the env's ``split`` argument that a full evaluation sweeps (the suite ``full``).
+    eval_splits: tuple[str, ...] = ()
 
 
 ENVS: dict[str, EnvEntry] = {}
+
+#: Each family's ReAct prompt (`lmgym.react.ReActPrompt`) as ``"module:attr"``, imported on use;
+#: a family without one is prompted with `lmgym.react.DEFAULT_PROMPT`.
+FAMILY_PROMPTS: dict[str, str] = {
+    "ALFWorld": "lmgym.envs.alfworld.prompt:PROMPT",
+    "HotPotQA": "lmgym.envs.hotpotqa.prompt:PROMPT",
+    "KeyDoor": "lmgym.envs.keydoor:PROMPT",
+    "WebShop": "lmgym.envs.webshop.prompt:PROMPT",
+}
+
+
+def family_prompt(family: str) -> ReActPrompt:
+    """The ReAct prompt of `family` (``family_of(env_id)``), the default one where it has none."""
+    target = FAMILY_PROMPTS.get(family)
+    return load_entry_point(target, what="family prompt") if target else DEFAULT_PROMPT
 
 
 def unavailable_reason(entry: EnvEntry) -> str | None:
@@ -100,6 +119,7 @@ def _register_all() -> None:
         max_episode_steps=15, requires_data="webshop",
         requires_modules=("bm25s", "Stemmer", "rapidfuzz", "spacy"), expert_min_success=0.8,
         play_kwargs={"observation_mode": "text_rich"},  # people read lines; agents keep the [SEP] view
+        eval_splits=("test",),
     ))
     # WebShop over a procedural catalogue in the official layout (num_products up to 100,000;
     # no data needed). Same pages, search, goals, reward and expert as WebShop-v0.
@@ -159,7 +179,7 @@ def _register_all() -> None:
     register_env(EnvEntry(
         "lmgym/ALFWorld-v0", "lmgym.envs.alfworld.env:ALFWorldEnv",
         "ALFWorld household tasks (official json_2.1.1 games; native engine identical to TextWorld's)",
-        max_episode_steps=50, requires_data="alfworld",
+        max_episode_steps=50, requires_data="alfworld", eval_splits=("valid_seen", "valid_unseen"),
     ))
 
     # --- ALFWorld-Gen: procedural households from the alfworld wheel's ALFRED rooms (no data) ----

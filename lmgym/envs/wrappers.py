@@ -12,6 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from lmgym.react import format_completion, parse_completion
 from lmgym.rollouts import Episode, Step, split_info, write_episode
 
 
@@ -57,9 +58,10 @@ class RecordEpisodes(gym.Wrapper[str, str, str, str]):
 class ReActTranscript(gym.Wrapper[str, str, str, str]):
     """Observations become the whole ReAct history: task, then Thought/Action/Observation turns.
 
-    An action may carry its thought in ReAct form (``"Thought: ...\\nAction: go north"``);
-    the wrapper records the thought in the transcript and passes only the action on. A plain
-    action passes unchanged. ``max_turns`` keeps the last turns only (prompt length).
+    An action may carry its thought in the ReAct turn format (``"Thought: ...\\nAction: go
+    north"``, read by `lmgym.react.parse_completion`); the wrapper records the thought in the
+    transcript and passes only the action on. A plain action passes unchanged. ``max_turns``
+    keeps the last turns only (prompt length).
     """
 
     def __init__(self, env: gym.Env, *, max_turns: int | None = None):
@@ -67,17 +69,6 @@ class ReActTranscript(gym.Wrapper[str, str, str, str]):
         self.max_turns = max_turns
         self._header = ""
         self._turns: list[str] = []
-
-    @staticmethod
-    def parse(text: str) -> tuple[str, str]:
-        """Split ``Thought: ...\\nAction: ...`` into (thought, action); plain text is the action."""
-        marker = text.rfind("Action:")
-        if marker < 0:
-            return "", text.strip()
-        thought = text[:marker].strip()
-        if thought.startswith("Thought:"):
-            thought = thought[len("Thought:"):].strip()
-        return thought, text[marker + len("Action:"):].strip()
 
     def _render(self) -> str:
         turns = self._turns if self.max_turns is None else self._turns[-self.max_turns:]
@@ -90,8 +81,8 @@ class ReActTranscript(gym.Wrapper[str, str, str, str]):
         return self._render(), info
 
     def step(self, action: str):
-        thought, command = self.parse(action if isinstance(action, str) else str(action))
-        observation, reward, terminated, truncated, info = self.env.step(command)
-        turn = (f"Thought: {thought}\n" if thought else "") + f"Action: {command}\nObservation: {observation}"
+        parsed = parse_completion(action if isinstance(action, str) else str(action))
+        observation, reward, terminated, truncated, info = self.env.step(parsed.action)
+        turn = format_completion(parsed.reasoning, parsed.action)[0] + f"\nObservation: {observation}"
         self._turns.append(turn)
         return self._render(), reward, terminated, truncated, info

@@ -467,7 +467,3 @@ def load_smollm2(*, device: str | None = None, dtype: torch.dtype | str | None =
     folder = smollm2_folder()
     tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     return load_local_model(folder, device=device, dtype=dtype), tokenizer
-
-
-def count_parameters(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())

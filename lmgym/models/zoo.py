@@ -28,7 +28,7 @@ from lmgym.errors import InputError
 from lmgym.io import atomic_folder, atomic_write_json
 
 MANIFEST = "manifest.json"
-_CHECKOUT_ZOO = Path(__file__).resolve().parents[2] / "zoo"
+_CHECKOUT = Path(__file__).resolve().parents[2]  # the repo root in a clone; site-packages in a wheel install
 
 
 class ModelNotInstalled(InputError, FileNotFoundError):
@@ -39,14 +39,22 @@ def root() -> Path:
     """The zoo folder models are read from and installed to (see the module docstring)."""
     if os.environ.get("LMGYM_ZOO"):
         return Path(os.environ["LMGYM_ZOO"]).expanduser().resolve()
-    if (_CHECKOUT_ZOO / MANIFEST).exists():
-        return _CHECKOUT_ZOO
+    if (_CHECKOUT / "pyproject.toml").exists() and (_CHECKOUT / "zoo" / MANIFEST).exists():
+        return _CHECKOUT / "zoo"
     return Path("~/.cache/lmgym/zoo").expanduser()
 
 
 def manifest(zoo: Path | None = None) -> dict[str, dict[str, Any]]:
     path = (zoo or root()) / MANIFEST
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def _checked(name: str) -> str:
+    """`name` if it is a folder path inside the zoo (``"react/alfworld-ar"``), else an InputError."""
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or ".." in parts:
+        raise InputError(f"{name!r} is not a zoo model name (a relative folder path such as 'react/alfworld-ar')")
+    return name
 
 
 def path(name: str, *, rebuild: str | None = None) -> Path:
@@ -56,11 +64,12 @@ def path(name: str, *, rebuild: str | None = None) -> Path:
     ``command`` for a known name, else `rebuild`.
     """
     zoo = root()
-    folder = zoo / name
+    folder = zoo / _checked(name)
     if not folder.is_dir():
         command = manifest(zoo).get(name, {}).get("command") or rebuild
         hint = f"; build it with: {command}" if command else ""
-        raise ModelNotInstalled(f"no model {name!r} in the zoo at {zoo} (set LMGYM_ZOO to a zoo folder){hint}")
+        raise ModelNotInstalled(f"model {name!r} does not exist: no such folder, and no such name in the zoo at {zoo} "
+                                f"(set LMGYM_ZOO to a zoo folder){hint}")
     return folder
 
 
@@ -108,7 +117,7 @@ def install(name: str, write: Callable[[Path], Any] | str | os.PathLike, *, comm
     """Install a model under `name`: `write(tmp_folder)` fills the folder (or a folder path is
     copied), atomically, then the manifest records its files, `command` and `data` provenance."""
     zoo = root()
-    target = zoo / name
+    target = zoo / _checked(name)
     target.parent.mkdir(parents=True, exist_ok=True)
     with atomic_folder(target) as tmp:
         if callable(write):
@@ -120,15 +129,26 @@ def install(name: str, write: Callable[[Path], Any] | str | os.PathLike, *, comm
 
 
 def verify(zoo: Path | None = None) -> list[str]:
-    """One line per problem: a manifest entry whose folder is missing, or a file whose hash differs."""
+    """One line per problem, empty when the zoo matches its manifest: an entry whose folder or
+    file is missing, a file whose size or sha256 differs, a file that no entry lists."""
     zoo = zoo or root()
+    if not (zoo / MANIFEST).is_file():
+        return [f"{zoo}: no {MANIFEST} (set LMGYM_ZOO to a zoo folder, such as a clone's zoo/)"]
+    entries = manifest(zoo)
     problems = []
-    for name, entry in manifest(zoo).items():
-        if not (zoo / name).is_dir():
-            problems.append(f"{name}: not installed")
+    for name, entry in entries.items():
+        folder = zoo / name
+        if not folder.is_dir():
+            problems.append(f"{name}: not installed (no folder {folder})")
             continue
         for rel, want in entry["files"].items():
-            file = zoo / name / rel
-            if not file.is_file() or _digest(file) != want["sha256"]:
-                problems.append(f"{name}: {rel} differs from the manifest")
+            file = folder / rel
+            if not file.is_file():
+                problems.append(f"{name}: {rel} is missing")
+            elif file.stat().st_size != want["size"] or _digest(file) != want["sha256"]:
+                problems.append(f"{name}: {rel} differs from the manifest (size or sha256)")
+    listed = {(zoo / name / rel).resolve() for name, entry in entries.items() for rel in entry["files"]}
+    for file in sorted(zoo.rglob("*")):
+        if file.is_file() and file != zoo / MANIFEST and file.resolve() not in listed:
+            problems.append(f"{file.relative_to(zoo)}: not listed in {MANIFEST}")
     return problems

@@ -1,8 +1,8 @@
 """Distil a ReAct teacher into a small student: SeqKD, token-level KD, reverse KL, or SAD.
 
-``python -m lmgym.training.distill --teacher FOLDER --data ROLLOUTS.jsonl --method sad --out DIR``
+``lmgym train distill --teacher FOLDER --data ROLLOUTS.jsonl --method sad --out DIR``
 (``--help`` lists every field). One readable file in the CleanRL manner: config, losses,
-data, then the loop. The data are the teacher's own rollouts (`lmgym.rollouts.Episode` rows,
+data, then the step the shared loop runs (`lmgym.training.loop`). The data are the teacher's own rollouts (`lmgym.rollouts.Episode` rows,
 what the teacher wrote as an `lm` agent on training seeds); each turn becomes one example: the
 prompt the agent sent (rendered exactly as `lmgym.agents.lm.LMAgent` renders it,
 `lmgym.training.transcripts`, ``layout="mdlm"``) and the completion with a role per token
@@ -30,11 +30,12 @@ Methods (``--method``):
   (`project_conflicting`); ``--curriculum`` orders examples easy to hard
   (`difficulty_scores`, `competence`). ``--spans reason|act`` keeps one loss (ablations).
 
-Everything random comes from ``--seed``: the student's initial weights, and for step k a
-generator seeded with (seed, k) that draws the batch and the student's samples, so ``--resume``
-continues exactly. Outputs in ``--out``: ``checkpoint/`` (an `lm` agent's ``model=`` folder,
-prompted as the teacher was), ``metrics.jsonl`` (``train/loss``, ``train/loss_reason``,
-``train/loss_act``, ``train/conflict``, ``train/competence``, ``train/grad_norm``, ...).
+Everything random comes from ``--seed``: the student's initial weights, and for step k the
+loop's generator, which draws the batch and the student's samples, so ``--resume`` continues
+exactly. Outputs in ``--out``: ``checkpoint/`` (an `lm` agent's ``model=`` folder, prompted as
+the teacher was), ``metrics.jsonl`` (the loop's keys, ``train/tokens`` counting completion
+tokens, and ``train/loss_reason``, ``train/loss_act``, ``train/conflict_rate`` (of this
+attempt's steps), ``train/competence``).
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import sys
-import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -52,18 +52,18 @@ import safetensors
 import safetensors.torch
 import torch
 import torch.nn.functional as F
-import tyro
-from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
-from lmgym.agents.prompts import PromptProfile
 from lmgym.errors import InputError
-from lmgym.io import append_jsonl, atomic_folder, rewind_log
-from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.io import atomic_folder
+from lmgym.models import zoo
+from lmgym.models.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.models.generation import generate
 from lmgym.models.networks import TinyConfig, build_model, llama_config
 from lmgym.models.tokenizer import positions_for
-from lmgym.training.lm import collate as lm_collate, learning_rate, load_data
+from lmgym.react import PromptProfile
+from lmgym.training.lm import collate as lm_collate, load_data
+from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
 from lmgym.training.objectives import masked_mean
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, Example, encode_episode
 
@@ -71,15 +71,17 @@ METHODS = ("seqkd", "kd", "rkl", "sad")
 
 
 @dataclass
-class DistillConfig:
+class DistillConfig(LoopConfig):
+    # the loop's options (lmgym.training.loop.LoopConfig), this trainer's defaults
+    out: str = "runs/distill"
+    steps: int = 600
+    lr: float = 3e-3
     teacher: str = ""
     """the teacher's checkpoint folder (an AR model trained here: its tokenizer and prompt are the student's)"""
     data: tuple[str, ...] = ()
     """JSONL rollout files the teacher played (Episode rows): the distillation data"""
     method: Literal["seqkd", "kd", "rkl", "sad"] = "sad"
     """seqkd: SFT on teacher samples; kd: forward KL on every completion token; rkl: reverse KL on student samples; sad: span-level KL"""
-    out: str = "runs/distill"
-    """output folder: checkpoint/ and metrics.jsonl"""
     projection: bool = True
     """sad: combine the reason and action gradients by PCGrad's projection of conflicting components"""
     curriculum: bool = True
@@ -100,32 +102,10 @@ class DistillConfig:
     """longest completion kept (and rkl's sampling length); None: the teacher's"""
     teacher_cache: str | None = None
     """kd, sad: folder holding the teacher's distributions over this data; read when it was written for the same teacher weights and turns, else computed and written (students of one data set share it)"""
-    steps: int = 600
-    """optimizer steps"""
     batch_size: int = 16
     """turns per step"""
-    lr: float = 3e-3
-    """peak learning rate (linear warmup, cosine decay to 10%)"""
-    warmup: int = 50
-    """warmup steps"""
-    weight_decay: float = 0.01
-    """AdamW weight decay"""
-    grad_clip: float = 1.0
-    """max gradient norm"""
-    seed: int = 0
-    """seed of the student's weights, the batches and the student's samples"""
-    save_every: int = 0
-    """checkpoint every N steps (0: only at the end)"""
-    resume: bool = True
-    """continue from OUT/checkpoint when it exists"""
-    log_every: int = 10
-    """steps between metric lines"""
-    threads: int = 1
-    """torch CPU threads"""
     device: str | None = None
     """cpu or cuda (default: cuda when present)"""
-    quiet: bool = False
-    """no progress bar"""
 
 
 # --- losses: small pure functions over logits (B, T, V) and a token mask (B, T) ------------------
@@ -351,8 +331,8 @@ def student_size(cfg: DistillConfig, max_positions: int) -> TinyConfig:
 
 
 def check(cfg: DistillConfig) -> None:
-    if not cfg.teacher or not (Path(cfg.teacher) / "config.json").is_file():
-        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder (config.json missing)")
+    if not cfg.teacher or not (zoo.resolve(cfg.teacher) / "config.json").is_file():
+        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder or zoo name (config.json missing)")
     if not cfg.data:
         raise InputError("no --data rollout files given")
     for path in cfg.data:
@@ -401,69 +381,45 @@ def write_teacher_cache(cfg: DistillConfig) -> None:
 def train(cfg: DistillConfig) -> dict[str, float]:
     """Run (or resume) distillation; returns the last logged metrics."""
     check(cfg)
-    # --- seeding and setup ---
     torch.set_num_threads(cfg.threads)
-    out = Path(cfg.out)
-    checkpoint = out / "checkpoint"
     teacher, tokenizer, prompt, max_answer, turns, cut = load_teacher(cfg)
     profile = PromptProfile.from_meta(prompt)
     pad_id, eos_id = tokenizer.pad_token_id, tokenizer.eos_token_id
-
-    start_step, earlier = 0, 0.0  # earlier: seconds trained before an interruption
-    if cfg.resume and read_meta(checkpoint).get("step") is not None:
-        student, _, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
-        start_step, earlier = meta["step"], meta.get("train_seconds", 0.0)
+    if resumed := resume_from(cfg):
+        student = load_checkpoint(resumed, device=cfg.device, dtype=torch.float32, trainable=True)[0]
     else:
         size = student_size(cfg, positions_for(profile.max_prompt_tokens, max_answer))
         student = build_model(llama_config(len(tokenizer), size, bidirectional=False, tokenizer=tokenizer), cfg.seed)
         student = student.to(teacher.device)
     student.train()
-    params = [p for p in student.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
-    if start_step:
-        load_optimizer_state(checkpoint, optimizer)
 
     # --- the teacher's distributions on the fixed data, and the curriculum (easy to hard) ---
     use_curriculum = cfg.method == "sad" and cfg.curriculum
-    needs_cache = cfg.method in ("kd", "sad") and start_step < cfg.steps
-    cached = cached_teacher_log_probs(teacher, turns, pad_id, cfg.teacher_cache) if needs_cache else []
+    cached = cached_teacher_log_probs(teacher, turns, pad_id, cfg.teacher_cache) if cfg.method in ("kd", "sad") else []
     order = list(range(len(turns)))
-    if use_curriculum and start_step < cfg.steps:
+    if use_curriculum:
         scores = difficulty_scores([t.trajectory_steps for t in turns], [mean_entropy(c) for c in cached])
         order.sort(key=lambda i: (scores[i], i))
-
     spans = cfg.spans if cfg.method == "sad" else "both"
     project = cfg.method == "sad" and cfg.projection and spans == "both"
+    params = [p for p in student.parameters() if p.requires_grad]
     meta = {"kind": "ar", "mask_token_id": None, "base_model": None, "train_config": asdict(cfg),
             "teacher": str(cfg.teacher), "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
             "parameters": sum(p.numel() for p in student.parameters()), "turns": len(turns),
             "cut_at_budget": cut, "max_prompt_tokens": profile.max_prompt_tokens,
             "max_answer_tokens": max_answer, "react_prompt": prompt}
+    conflicts = {"steps": 0, "conflicted": 0}  # of this attempt, for train/conflict_rate
 
-    def save(step: int) -> None:
-        seconds = earlier + time.time() - started  # training time over every attempt, the last saved one's included
-        save_checkpoint(checkpoint, student, tokenizer, {**meta, "step": step, "train_seconds": seconds}, optimizer)
-
-    # --- training loop ---
-    metrics: dict[str, float] = {}
-    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
-    conflicts, tokens, started = 0, 0, time.time()
-    bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
-               disable=cfg.quiet or not sys.stderr.isatty(), desc=f"distill {cfg.method}")
-    report_every = 0 if cfg.quiet or not bar.disable else max(cfg.steps // 10, 1)
-    for step in bar:
-        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)  # batch and samples of step k
-        level = competence(step, cfg.steps, cfg.curriculum_start, cfg.curriculum_steps) if use_curriculum else 1.0
+    def step(k: int, generator: torch.Generator) -> dict[str, float]:
+        level = competence(k, cfg.steps, cfg.curriculum_start, cfg.curriculum_steps) if use_curriculum else 1.0
         pool = max(cfg.batch_size, math.ceil(level * len(order)))
         picked = [order[i] for i in torch.randint(min(pool, len(order)), (cfg.batch_size,), generator=generator).tolist()]
         chosen = [turns[i] for i in picked]
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(cfg, step)
         if cfg.method == "rkl":
             sequences = student_samples(student, chosen, pad_id, eos_id, max_answer, generator)
         else:
             sequences = [(t.context, t.answer, t.roles) for t in chosen]
-        batch = completion_window({k: v.to(student.device) for k, v in collate(sequences, pad_id).items()})
+        batch = completion_window({key: value.to(student.device) for key, value in collate(sequences, pad_id).items()})
         # logits only where a completion token is predicted: over the whole prompt the vocabulary
         # projection and the losses' softmaxes would dominate a tiny model's step
         keep = batch["answer"].shape[1] + 1
@@ -473,66 +429,42 @@ def train(cfg: DistillConfig) -> dict[str, float]:
                 teacher_logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits[:, :-1]
         elif cfg.method != "seqkd":
             teacher_logits = at_completion([cached[i] for i in picked], batch["answer"])
-        extra: dict[str, float] = {}
-        optimizer.zero_grad(set_to_none=True)
+        values = {"train/tokens": int(batch["answer"].sum()), "train/competence": level}
         if cfg.method == "seqkd":
             loss = sequence_kd_loss(logits, batch["targets"], batch["answer"])
-            loss.backward()
         elif cfg.method == "kd":
             loss = forward_kl(logits, teacher_logits, batch["answer"])
-            loss.backward()
         elif cfg.method == "rkl":
             loss = reverse_kl(logits, teacher_logits, batch["answer"])
-            loss.backward()
         else:
             loss_reason = forward_kl(logits, teacher_logits, batch["reason"])
             loss_act = forward_kl(logits, teacher_logits, batch["act"])
-            extra = {"train/loss_reason": loss_reason.item(), "train/loss_act": loss_act.item()}
+            values |= {"train/loss_reason": loss_reason.item(), "train/loss_act": loss_act.item()}
             loss = {"both": loss_reason + loss_act, "reason": loss_reason, "act": loss_act}[spans]
-            if project:
-                g_reason = torch.autograd.grad(loss_reason, params, retain_graph=True, allow_unused=True)
-                g_act = torch.autograd.grad(loss_act, params, allow_unused=True)
-                flat = [torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(grads, params)])
-                        for grads in (g_reason, g_act)]
-                combined, conflicted = project_conflicting(*flat)
-                conflicts += conflicted
-                offset = 0
-                for p in params:
-                    p.grad = combined[offset:offset + p.numel()].view_as(p).clone()
-                    offset += p.numel()
-            else:
-                loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        optimizer.step()
-        tokens += int(batch["answer"].sum())
-        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            metrics = {"train/step": step + 1, "train/loss": loss.item(), **extra, "train/lr": learning_rate(cfg, step),
-                       "train/grad_norm": float(grad_norm), "train/competence": level,
-                       "train/conflict_rate": conflicts / (step + 1 - start_step) if project else None,
-                       "train/completion_tokens": tokens,
-                       "time/completion_tokens_per_s": tokens / max(1e-9, time.time() - started)}
-            append_jsonl(out / "metrics.jsonl", metrics)
-            bar.set_postfix(loss=f"{metrics['train/loss']:.3f}")
-        if report_every and ((step + 1) % report_every == 0 or step + 1 == cfg.steps):
-            print(f"distill {cfg.method} step {step + 1}/{cfg.steps}: loss {loss.item():.4f}, "
-                  f"{time.time() - started:.0f} s", flush=True)
-        if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
-            save(step + 1)
-    if start_step < cfg.steps:
-        save(cfg.steps)
-    return metrics
+        if project:
+            g_reason = torch.autograd.grad(loss_reason, params, retain_graph=True, allow_unused=True)
+            g_act = torch.autograd.grad(loss_act, params, allow_unused=True)
+            flat = [torch.cat([(g if g is not None else torch.zeros_like(p)).flatten() for g, p in zip(grads, params)])
+                    for grads in (g_reason, g_act)]
+            combined, conflicted = project_conflicting(*flat)
+            conflicts["steps"] += 1
+            conflicts["conflicted"] += conflicted
+            values["train/conflict_rate"] = conflicts["conflicted"] / conflicts["steps"]
+            offset = 0
+            for p in params:
+                p.grad = combined[offset:offset + p.numel()].view_as(p).clone()
+                offset += p.numel()
+        else:
+            loss.backward()
+        return {"train/loss": loss.item(), **values}
+
+    return run_loop(cfg, params, step, partial(save_checkpoint, model=student, tokenizer=tokenizer), meta,
+                    name=f"distill {cfg.method}", totals=("train/tokens",))
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    cfg = tyro.cli(DistillConfig, args=argv, prog="python -m lmgym.training.distill", description=__doc__.split("\n\n")[0])
-    try:
-        metrics = train(cfg)
-    except InputError as error:
-        sys.exit(f"error: {error}")
-    if metrics:
-        print(f"step {metrics['train/step']}: loss {metrics['train/loss']:.4f} -> {Path(cfg.out) / 'checkpoint'}")
-    return metrics
+def main(argv: list[str] | None = None) -> int:
+    return cli(DistillConfig, train, argv, "distill", __doc__)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

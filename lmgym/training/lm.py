@@ -1,8 +1,8 @@
 """Train an autoregressive or a masked-diffusion LM on rollout or record files.
 
-``python -m lmgym.training.lm --objective {ar,mdlm} --data FILE.jsonl ... --out DIR`` (the CLI
-wires it as ``lmgym train lm|mdlm``). One readable file in the CleanRL manner: config, seeding,
-data, model, then the loop; ``--help`` lists every field.
+``lmgym train lm --objective {ar,mdlm} --data FILE.jsonl ... --out DIR`` (``--help`` lists every
+field). One readable file in the CleanRL manner: config, data, losses, model, then the step
+handed to the shared loop (`lmgym.training.loop`: resume, optimiser, schedule, logging, saving).
 
 Data: JSON lines, either records (rows with ``prompt`` and ``completion``, laid out as
 ``[BOS] prompt [SEP] answer [EOS]``, `lmgym.models.tokenizer`) or rollouts
@@ -28,29 +28,26 @@ Objectives:
   Gong et al. 2024, arXiv:2410.17891, without its attention-mask annealing and logit shift):
   attention made bidirectional, a ``[MASK]`` token added, then continued training.
 
-Everything random comes from ``--seed``: the initial weights, and for step k a generator
-seeded with (seed, k) that draws the batch and the masks, so ``--resume`` continues exactly.
-Outputs in ``--out``: ``checkpoint/`` (`lmgym.models.checkpoints`), ``metrics.jsonl``
-(``train/loss``, ``train/lr``, ``train/grad_norm``, ``train/tokens``, ``train/step``).
+Everything random comes from ``--seed``: the initial weights, and for step k the loop's
+generator, which draws the batch and the masks, so ``--resume`` continues exactly. Outputs in
+``--out``: ``checkpoint/`` (`lmgym.models.checkpoints`) and ``metrics.jsonl`` (the loop's keys;
+``train/tokens`` counts every token of the batches).
 """
 
 from __future__ import annotations
 
-import math
-import sys
-import time
-from dataclasses import asdict, dataclass
 from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
-import tyro
-from tqdm.auto import tqdm
 
-from lmgym.io import append_jsonl, read_jsonl, rewind_log
-from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.errors import InputError
+from lmgym.io import read_jsonl
+from lmgym.models.checkpoints import load_checkpoint, save_checkpoint
 from lmgym.models.networks import (
     TinyConfig,
     build_model,
@@ -60,9 +57,11 @@ from lmgym.models.networks import (
     smollm2_folder,
 )
 from lmgym.models.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, positions_for, prompt_ids, train_bpe_tokenizer
-from lmgym.agents.prompts import PromptProfile, load_family_prompt, system_text
-from lmgym.envs.registry import family_of
-from lmgym.rollouts import Episode, format_completion
+from lmgym.agents.demonstrations import family_demonstrations
+from lmgym.envs.registry import family_of, family_prompt
+from lmgym.react import PromptProfile, format_completion, system_text
+from lmgym.rollouts import Episode
+from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
 from lmgym.training.lora import add_lora, trainable_parameters
 from lmgym.training.transcripts import ACT, CONTEXT, REASON, ROLE_NAMES, Example, encode_episodes
 
@@ -71,7 +70,7 @@ EPS = 1e-3
 
 
 @dataclass
-class LMTrainConfig:
+class LMTrainConfig(LoopConfig):
     data: tuple[str, ...] = ()
     """JSONL files of rollouts (Episode rows) or records (rows with prompt and completion)"""
     objective: Literal["ar", "mdlm"] = "ar"
@@ -81,7 +80,6 @@ class LMTrainConfig:
     block_length: int = 32
     """answer block of --mask-schedule blocks (the sampler's block_length)"""
     out: str = "runs/lm"
-    """output folder: checkpoint/ and metrics.jsonl"""
     init: str | None = None
     """local model folder to start from ('smollm2': the bundled SmolLM2-135M-Instruct); None builds a tiny Llama"""
     tokenizer: str | None = None
@@ -106,38 +104,16 @@ class LMTrainConfig:
     """rollouts: few-shot demonstrations in the system message"""
     max_answer_tokens: int = 128
     """longer answers are dropped (a cut record teaches broken records); mdlm pads to this length"""
-    steps: int = 500
-    """optimizer steps"""
     batch_size: int = 16
     """sequences per step"""
-    lr: float = 1e-3
-    """peak learning rate (linear warmup, cosine decay to 10%)"""
-    warmup: int = 50
-    """warmup steps"""
-    weight_decay: float = 0.01
-    """AdamW weight decay"""
-    grad_clip: float = 1.0
-    """max gradient norm"""
     lora_r: int = 0
     """LoRA rank (0: train all weights); needs --init"""
     lora_alpha: int = 16
     """LoRA scale numerator"""
-    seed: int = 0
-    """seed of the initial weights, the batches and the masks"""
-    save_every: int = 0
-    """checkpoint every N steps (0: only at the end)"""
-    resume: bool = True
-    """continue from OUT/checkpoint when it exists"""
-    log_every: int = 10
-    """steps between metric lines"""
-    threads: int = 1
-    """torch CPU threads (1: on a small shared CPU, 2 threads ran a step 2.4x slower than 1)"""
     bf16: bool = False
     """bfloat16 autocast of the forward pass (weights, gradients and optimizer stay float32): faster on CPUs with bf16 units (studies/distill.py run() measures it)"""
     device: str | None = None
     """cpu or cuda (default: cuda when present)"""
-    quiet: bool = False
-    """no progress bar"""
 
 
 # --- data -------------------------------------------------------------------------------------
@@ -146,16 +122,18 @@ class LMTrainConfig:
 def load_data(paths: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[Episode]]:
     """The records (prompt, completion) and the rollouts of JSONL files, in file order."""
     if not paths:
-        raise ValueError("no --data files given")
+        raise InputError("no --data files given")
     records, episodes = [], []
     for path in paths:
+        if not Path(path).is_file():
+            raise InputError(f"--data {path}: no such file")
         for line, row in enumerate(read_jsonl(path), start=1):
             if "steps" in row:
                 episodes.append(Episode.from_dict(row))
             elif "prompt" in row and "completion" in row:
                 records.append((str(row["prompt"]), str(row["completion"])))
             else:
-                raise ValueError(f"{path}:{line}: expected a rollout (steps) or a record (prompt, completion)")
+                raise InputError(f"{path}:{line}: expected a rollout (steps) or a record (prompt, completion)")
     return records, episodes
 
 
@@ -170,7 +148,8 @@ def corpus_texts(records: list[tuple[str, str]], episodes: list[Episode], cfg: "
             yield step.completion or format_completion(step.reasoning, step.action)[0]
     if episodes and (cfg.instructions or cfg.few_shot):
         for family in sorted({family_of(e.env_id) for e in episodes}):
-            yield system_text(load_family_prompt(family), instructions=cfg.instructions, few_shot=cfg.few_shot)
+            prompt = family_prompt(family)
+            yield system_text(prompt, instructions=cfg.instructions, demonstrations=family_demonstrations(prompt, cfg.few_shot))
 
 
 def prompt_profile(cfg: "LMTrainConfig") -> PromptProfile:
@@ -271,15 +250,6 @@ def mdlm_loss(model, batch: dict[str, torch.Tensor], mask_id: int, generator: to
     return (ce * weight).sum() / scored.sum().clamp(min=1).to(logits.device)
 
 
-def learning_rate(cfg: LMTrainConfig, step: int, floor: float = 0.1) -> float:
-    """Linear warmup to cfg.lr, then cosine decay to ``floor`` * cfg.lr (a pure function of the
-    step; any config with ``lr``, ``warmup`` and ``steps`` will do)."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    progress = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    return cfg.lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
-
-
 # --- model ------------------------------------------------------------------------------------
 
 
@@ -288,7 +258,7 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
     bidirectional = cfg.objective == "mdlm"
     if cfg.init is None:
         if cfg.lora_r:
-            raise ValueError("--lora-r needs --init: LoRA adapts an existing model")
+            raise InputError("--lora-r needs --init: LoRA adapts an existing model")
         if cfg.tokenizer:
             tokenizer = load_tokenizer(cfg.tokenizer)
         else:  # the tokenizer learns from the same text the model will read
@@ -321,31 +291,22 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
 
 def train(cfg: LMTrainConfig) -> dict[str, float]:
     """Run (or resume) training; returns the last logged metrics."""
-    # --- seeding and setup ---
     torch.set_num_threads(cfg.threads)
-    out = Path(cfg.out)
-    checkpoint = out / "checkpoint"
     records, episodes = load_data(cfg.data)
     unknown = set(cfg.train_roles) - set(ROLE_NAMES)
     if unknown:
-        raise ValueError(f"--train-roles {sorted(unknown)} unknown; choose from {ROLE_NAMES}")
-    start_step, earlier = 0, 0.0  # earlier: seconds trained before an interruption
-    if cfg.resume and read_meta(checkpoint).get("step") is not None:
-        model, tokenizer, meta = load_checkpoint(checkpoint, device=cfg.device, dtype=torch.float32, trainable=True)
-        start_step, base, earlier = meta["step"], meta.get("base_model"), meta.get("train_seconds", 0.0)
+        raise InputError(f"--train-roles {sorted(unknown)} unknown; choose from {ROLE_NAMES}")
+    if resumed := resume_from(cfg):
+        model, tokenizer, saved = load_checkpoint(resumed, device=cfg.device, dtype=torch.float32, trainable=True)
+        base = saved.get("base_model")
     else:
         model, tokenizer, base = build(cfg, corpus_texts(records, episodes, cfg), cfg.device)
         model.train()
-    device = model.device
     examples, dropped = encode_data(tokenizer, records, episodes, cfg)
     if not examples:
-        raise ValueError(f"no pair fits --max-answer-tokens {cfg.max_answer_tokens} ({dropped} dropped)")
+        raise InputError(f"no pair fits --max-answer-tokens {cfg.max_answer_tokens} ({dropped} dropped)")
     mask_id = tokenizer.mask_token_id if cfg.objective == "mdlm" else None
     train_roles = tuple(ROLE_NAMES.index(r) for r in cfg.train_roles)
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95))
-    if start_step:
-        load_optimizer_state(checkpoint, optimizer)
     trainable, total = trainable_parameters(model)
     meta = {"kind": cfg.objective, "mask_token_id": mask_id, "base_model": base, "train_config": asdict(cfg),
             "max_prompt_tokens": cfg.max_prompt_tokens, "max_answer_tokens": cfg.max_answer_tokens,
@@ -353,58 +314,26 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
             "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False, "max_new_tokens": cfg.max_answer_tokens}
             if episodes else None}
 
-    def save(step: int) -> None:
-        seconds = earlier + time.time() - started  # training time over every attempt, the last saved one's included
-        save_checkpoint(checkpoint, model, tokenizer, {**meta, "step": step, "train_seconds": seconds}, optimizer)
-
-    # --- training loop ---
-    metrics: dict[str, float] = {}
-    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
-    tokens, started = 0, time.time()
-    bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps, disable=cfg.quiet or not sys.stderr.isatty(),
-               desc=f"train {cfg.objective}")
-    # Off a terminal (logs, CI) there is no bar: a line every tenth of the run shows progress instead.
-    report_every = 0 if cfg.quiet or not bar.disable else max(cfg.steps // 10, 1)
-    for step in bar:
-        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)  # batch and masks of step k
+    def step(k: int, generator: torch.Generator) -> dict[str, float]:
         rows = torch.randint(len(examples), (cfg.batch_size,), generator=generator).tolist()
         batch = collate([examples[i] for i in rows], tokenizer.pad_token_id, train_roles)
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(cfg, step)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+        with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
             if cfg.objective == "mdlm":
                 loss = mdlm_loss(model, batch, mask_id, generator, eos_id=tokenizer.eos_token_id,
                                  block_length=cfg.block_length if cfg.mask_schedule == "blocks" else None)
             else:
-                loss = ar_loss(model, {k: v.to(device) for k, v in batch.items()})
-        optimizer.zero_grad(set_to_none=True)
+                loss = ar_loss(model, {key: value.to(model.device) for key, value in batch.items()})
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        optimizer.step()
-        tokens += int(batch["attention_mask"].sum())
-        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            metrics = {"train/step": step + 1, "train/loss": loss.item(), "train/lr": learning_rate(cfg, step),
-                       "train/grad_norm": float(grad_norm), "train/tokens": tokens,
-                       "train/tokens_per_s": tokens / max(1e-9, time.time() - started)}
-            append_jsonl(out / "metrics.jsonl", metrics)
-            bar.set_postfix(loss=f"{metrics['train/loss']:.3f}")
-        if report_every and ((step + 1) % report_every == 0 or step + 1 == cfg.steps):
-            print(f"train {cfg.objective} step {step + 1}/{cfg.steps}: loss {loss.item():.4f}, "
-                  f"{time.time() - started:.0f} s", flush=True)
-        if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
-            save(step + 1)
-    if start_step < cfg.steps:
-        save(cfg.steps)
-    return metrics
+        return {"train/loss": loss.item(), "train/tokens": int(batch["attention_mask"].sum())}
+
+    return run_loop(cfg, [p for p in model.parameters() if p.requires_grad], step,
+                    partial(save_checkpoint, model=model, tokenizer=tokenizer), meta, name=f"train {cfg.objective}",
+                    totals=("train/tokens",))
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    cfg = tyro.cli(LMTrainConfig, args=argv, prog="lmgym train lm", description=__doc__.split("\n\n")[0])
-    metrics = train(cfg)
-    if metrics:
-        print(f"step {metrics['train/step']}: loss {metrics['train/loss']:.4f} -> {Path(cfg.out) / 'checkpoint'}")
-    return metrics
+def main(argv: list[str] | None = None) -> int:
+    return cli(LMTrainConfig, train, argv, "lm", __doc__)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,9 +1,9 @@
 """Train the AoD editor on the judge's reward: group-baseline policy gradient with a KL penalty.
 
-``python -m lmgym.training.pg --editor FOLDER --out runs/aod_pg`` (one readable file in the
-CleanRL manner: config, seeding, model, loop). Each iteration:
+``lmgym train pg --editor FOLDER --out runs/aod_pg`` (one readable file in the CleanRL manner:
+config, losses, model, then the step the shared loop runs, `lmgym.training.loop`). Each step k:
 
-1. A state on a training seed (``seed + i``, from 1,000,000 by default: never a benchmark seed):
+1. A state on a training seed (``seed + k``, from 1,000,000 by default: never a benchmark seed):
    the task's starting prompt after 0-3 random library edits, judged once on a batch seed drawn
    from that seed (one generator call); the editor's context is the prompt and the judge's
    feedback (`lmgym.agents.prompt_search.editor.edit_context`, what ``aod-editor`` reads).
@@ -17,46 +17,54 @@ CleanRL manner: config, seeding, model, loop). Each iteration:
    editor (`pg_loss`).
 
 Outputs in ``--out``: ``checkpoint/`` (the trained editor: `lmgym.models.checkpoints`, loadable
-as ``aod-editor(editor=OUT/checkpoint)``), ``metrics.jsonl`` (``train/reward``,
-``train/improvement``, ``train/valid_rate``, ``train/kl``, ``train/loss``, ``train/generator_calls``).
+as ``aod-editor(editor=OUT/checkpoint)``; ``--resume`` continues it), ``metrics.jsonl`` (the
+loop's keys and ``train/reward``, ``train/improvement``, ``train/valid_rate``, ``train/kl``,
+``train/generator_calls``: the judge's calls so far).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
+from functools import partial
 
 import numpy as np
 import torch
-import tyro
 
 from lmgym.agents.prompt_search.base import SEED_BOUND, edited
 from lmgym.agents.prompt_search.editor import DEFAULT_EDITOR, LMEditor, edit_context
 from lmgym.envs.promptedit.env import PromptEditEnv
 from lmgym.envs.promptedit.tasks import LOADERS
-from lmgym.io import append_jsonl, rewind_log
 from lmgym.models.checkpoints import read_meta, save_checkpoint
+from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
 from lmgym.training.objectives import frozen_copy, token_logprobs
 
 
 @dataclass
-class PGConfig:
+class PGConfig(LoopConfig):
+    # the loop's options (lmgym.training.loop.LoopConfig), this trainer's defaults: Adam at a
+    # constant learning rate (AdamW without decay is Adam), no clipping, a row per step
+    out: str = "runs/aod_pg"
+    steps: int = 60
+    """states (one policy-gradient update each)"""
+    lr: float = 3e-4
+    warmup: int = 0
+    lr_floor: float = 1.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    grad_clip: float = 0.0
+    log_every: int = 1
+    seed: int = 1_000_000
+    """first training seed (states) and the seed of the sampling streams"""
     editor: str = DEFAULT_EDITOR
     """the initial editor (a causal-LM checkpoint folder); also the KL reference"""
-    out: str = "runs/aod_pg"
-    """output folder: checkpoint/ and metrics.jsonl"""
     tasks: tuple[str, ...] = tuple(sorted(LOADERS))
     """PromptEdit tasks, visited in turn"""
-    iterations: int = 60
-    """states (one policy-gradient update each)"""
     group: int = 4
     """edits sampled per state (the group of the baseline)"""
     kl_coef: float = 0.05
     """weight of the KL penalty to the initial editor"""
     refused_penalty: float = 0.05
     """reward of an edit the grammar refuses"""
-    lr: float = 3e-4
-    """Adam learning rate"""
     temperature: float = 1.0
     """sampling temperature of the edits"""
     max_new_tokens: int = 64
@@ -65,10 +73,6 @@ class PGConfig:
     """records per generated batch"""
     generator: str | None = None
     """generator entry point (default: the env's, the frozen MDLM)"""
-    seed: int = 1_000_000
-    """first training seed (states) and the seed of the sampling streams"""
-    threads: int = 1
-    """torch CPU threads"""
 
 
 def pg_loss(logprobs: torch.Tensor, ref_logprobs: torch.Tensor, mask: torch.Tensor, advantages: torch.Tensor,
@@ -105,23 +109,26 @@ def random_state(env: PromptEditEnv, rng: np.random.Generator) -> str:
 
 
 def train(cfg: PGConfig) -> dict[str, float]:
-    # --- seeding and model ----------------------------------------------------------------
+    """Run (or resume) the policy gradient; returns the last logged metrics."""
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    editor = LMEditor(cfg.editor, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens,
-                      dtype=torch.float32, cache_sessions=False)
-    model, tokenizer = editor.backend.model, editor.backend.tokenizer
-    reference = frozen_copy(model)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    envs = {task: PromptEditEnv(task, batch_size=cfg.batch_size, generator=cfg.generator) for task in cfg.tasks}
-    metrics_path = f"{cfg.out}/metrics.jsonl"
-    rewind_log(metrics_path, 0)  # a rerun starts afresh: its log too
-    calls, start, row = 0, time.perf_counter(), {}
 
-    # --- the loop -------------------------------------------------------------------------
-    for i in range(cfg.iterations):
-        rng = np.random.default_rng(cfg.seed + i)
-        env = envs[cfg.tasks[i % len(cfg.tasks)]]
+    def load_editor(folder: str) -> LMEditor:
+        return LMEditor(folder, temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, dtype=torch.float32,
+                        cache_sessions=False)
+
+    resumed = resume_from(cfg)
+    editor = load_editor(str(resumed or cfg.editor))
+    model, tokenizer = editor.backend.model, editor.backend.tokenizer
+    reference = frozen_copy(load_editor(cfg.editor).backend.model if resumed else model)
+    envs = {task: PromptEditEnv(task, batch_size=cfg.batch_size, generator=cfg.generator) for task in cfg.tasks}
+    # the editor's meta (its own train_config: how it learnt to write edits) and this run's
+    meta = {**read_meta(cfg.editor), "pg_config": asdict(cfg), "base_model": None}
+
+    def step(k: int, generator: torch.Generator) -> dict[str, float]:
+        # --- 1-2: a state, a group of edits, their rewards (numpy streams of (seed + k), as before the shared loop) ---
+        rng = np.random.default_rng(cfg.seed + k)
+        env = envs[cfg.tasks[k % len(cfg.tasks)]]
         batch_seed = int(rng.integers(SEED_BOUND))
         prompt = random_state(env, rng)
         parent, _ = env.evaluate(prompt, batch_seed)
@@ -132,10 +139,9 @@ def train(cfg: PGConfig) -> dict[str, float]:
             child = edited(prompt, edit)
             valid.append(child is not None)
             rewards.append(env.evaluate(child, batch_seed)[0].reward - parent.reward if child else -cfg.refused_penalty)
-        calls += 1 + sum(valid)
         advantages = torch.tensor(leave_one_out(np.array(rewards)), dtype=torch.float32)
 
-        # log-probabilities of each sampled edit (and its end) after the context, as the backend reads it
+        # --- 3: log-probabilities of each sampled edit (and its end) after the context, as the backend reads it ---
         context_ids = editor.backend.encode(editor.render(context))
         rows = [context_ids + tokenizer.encode(edit, add_special_tokens=False) + [tokenizer.eos_token_id] for edit in edits]
         width = max(len(r) for r in rows)
@@ -143,36 +149,29 @@ def train(cfg: PGConfig) -> dict[str, float]:
         input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
         attention = torch.zeros_like(input_ids)
         target = torch.zeros_like(input_ids, dtype=torch.bool)
-        for k, r in enumerate(rows):  # right padding: the context sits at the same positions in every row
-            input_ids[k, : len(r)] = torch.tensor(r)
-            attention[k, : len(r)] = 1
-            target[k, len(context_ids): len(r)] = True
+        for i, r in enumerate(rows):  # right padding: the context sits at the same positions in every row
+            input_ids[i, : len(r)] = torch.tensor(r)
+            attention[i, : len(r)] = 1
+            target[i, len(context_ids): len(r)] = True
         model.train()
         logprobs = token_logprobs(model, input_ids, attention)  # (G, T-1)
         with torch.no_grad():
             ref_logprobs = token_logprobs(reference, input_ids, attention)
         loss, kl = pg_loss(logprobs, ref_logprobs, target[:, 1:], advantages, cfg.kl_coef)
-        optimizer.zero_grad()
         loss.backward()
-        optimizer.step()
-        model.eval()
-        row = {"train/step": i + 1, "train/loss": loss.item(), "train/kl": kl.item(),
-               "train/reward": float(np.mean([r + parent.reward if v else 0.0 for r, v in zip(rewards, valid)])),
-               "train/improvement": float(np.mean(rewards)), "train/valid_rate": float(np.mean(valid)),
-               "train/generator_calls": calls, "train/seconds": round(time.perf_counter() - start, 1)}
-        append_jsonl(metrics_path, row)
+        model.eval()  # the next state's edits are sampled in eval mode
+        return {"train/loss": loss.item(), "train/kl": kl.item(),
+                "train/reward": float(np.mean([r + parent.reward if v else 0.0 for r, v in zip(rewards, valid)])),
+                "train/improvement": float(np.mean(rewards)), "train/valid_rate": float(np.mean(valid)),
+                "train/generator_calls": 1 + sum(valid)}
 
-    save_checkpoint(f"{cfg.out}/checkpoint", model, tokenizer,
-                    {**read_meta(cfg.editor), "pg_config": asdict(cfg), "base_model": None})
-    return row
+    return run_loop(cfg, list(model.parameters()), step, partial(save_checkpoint, model=model, tokenizer=tokenizer), meta,
+                    name="pg", totals=("train/generator_calls",))
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    cfg = tyro.cli(PGConfig, args=argv, prog="python -m lmgym.training.pg", description=__doc__.split("\n\n")[0])
-    result = train(cfg)
-    print(result)
-    return result
+def main(argv: list[str] | None = None) -> int:
+    return cli(PGConfig, train, argv, "pg", __doc__)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

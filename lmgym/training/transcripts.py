@@ -10,11 +10,12 @@ Every token of a rendered transcript gets one role:
                template's end-of-turn token, so the model learns to stop)
 =============  =====================================================================
 
-Roles come from the rollout's character spans (`lmgym.rollouts.Span`), mapped onto tokens with
+Roles come from the rollout's character spans (`lmgym.react.Span`), mapped onto tokens with
 the tokenizer's offsets, so one rollout file serves any tokenizer. Transcripts are rendered
-exactly as `lmgym.agents.lm.LMAgent` prompts (`lmgym.agents.prompts.render_messages`, the same
-`PromptProfile`, the same history windows: `advance_window`), so a model trained here sees at
-inference what it saw in training.
+exactly as `lmgym.agents.lm.LMAgent` prompts (`lmgym.react.render_messages`, the same
+`PromptProfile`, the same history windows: `lmgym.react.advance_window`, the same family
+demonstrations: `lmgym.agents.demonstrations`), so a model trained here sees at inference what
+it saw in training.
 
 Two layouts:
 
@@ -33,9 +34,11 @@ from dataclasses import dataclass
 
 from transformers import PreTrainedTokenizerBase
 
-from lmgym.agents.prompts import (PromptProfile, Turn, advance_window, completion_tokens, observation_tokens,
-                                  prompt_for, render_messages, system_text, transcript_budget)
-from lmgym.rollouts import Episode, format_completion
+from lmgym.agents.demonstrations import demonstration_of, family_demonstrations
+from lmgym.envs.registry import family_of, family_prompt
+from lmgym.react import (PromptProfile, Turn, advance_window, completion_tokens, format_completion, observation_tokens,
+                         render_messages, system_text, transcript_budget)
+from lmgym.rollouts import Episode
 
 CONTEXT, OBS, REASON, ACT = 0, 1, 2, 3
 ROLE_NAMES = ("context", "obs", "reason", "act")
@@ -98,22 +101,18 @@ def render_with_roles(tokenizer: PreTrainedTokenizerBase, messages: list[dict[st
     return list(encoded["input_ids"]), roles
 
 
-def episode_turns(episode: Episode) -> list[Turn]:
-    """The rollout's steps as turns (observations only: rollouts do not keep the admissible
-    lists, so transcripts for training never show them; `PromptProfile.show_actions` is False)."""
-    return [Turn(step.observation, step.completion or format_completion(step.reasoning, step.action)[0])
-            for step in episode.steps]
-
-
 def encode_episode(tokenizer: PreTrainedTokenizerBase, episode: Episode, profile: PromptProfile,
                    layout: str = "ar") -> list[Example]:
     """The training examples of one rollout (see the module docstring)."""
     if layout not in ("ar", "mdlm"):
         raise ValueError(f"layout must be 'ar' or 'mdlm', got {layout!r}")
-    prompt = prompt_for(episode.env_id)
-    system = system_text(prompt, instructions=profile.instructions, few_shot=profile.few_shot)
+    prompt = family_prompt(family_of(episode.env_id))
+    system = system_text(prompt, instructions=profile.instructions,
+                         demonstrations=family_demonstrations(prompt, profile.few_shot))
     count = _count(tokenizer)
-    turns = episode_turns(episode)
+    # Observations only: rollouts do not keep the admissible lists, so transcripts for training
+    # never show them (`PromptProfile.show_actions` is False).
+    turns = list(demonstration_of(episode).turns)
     spans = [step.spans or format_completion(step.reasoning, step.action)[1] for step in episode.steps]
     budget = transcript_budget(count, system, episode.task, profile.max_prompt_tokens)
     lengths: list[int] = []

@@ -1,7 +1,7 @@
 """Agentic VRPO: DPO on block ELBOs for a diffusion search agent, from its own rollouts.
 
-``python -m lmgym.training.vrpo --model runs/preact/sft/checkpoint --out runs/preact/vrpo``
-(``--help`` lists every field). DLLM-Searcher's second stage (arXiv:2602.07035, sec. 3, after
+``lmgym train vrpo --model runs/preact/sft/checkpoint --out runs/preact/vrpo``
+(``--help`` lists every field; the shared loop, `lmgym.training.loop`, runs the steps). DLLM-Searcher's second stage (arXiv:2602.07035, sec. 3, after
 LLaDA 1.5's VRPO: Zhu et al. 2025, arXiv:2505.19223; their code:
 dLLM_trainer/VRPO/my_train/my_dpo_trainer.py), read top to bottom:
 
@@ -17,42 +17,50 @@ dLLM_trainer/VRPO/my_train/my_dpo_trainer.py), read top to bottom:
    noise common to both cancels in their difference). Tool responses are context only: the
    targets are the response tokens of each turn (`lmgym.training.agentic_sft.turn_examples`).
 
-Outputs in ``--out``: ``rollouts.jsonl``, ``checkpoint/`` and ``metrics.jsonl`` (``train/loss``,
-``train/margin``: beta times the log-ratio difference, ``train/accuracy``: margins above 0,
-``train/step``); the meta records the pairs and the rollouts' success rate.
+Outputs in ``--out``: ``rollouts.jsonl``, ``checkpoint/`` and ``metrics.jsonl`` (the loop's keys,
+``train/margin``: beta times the log-ratio difference, ``train/accuracy``: margins above 0; these
+two and ``train/loss`` are means over the steps since the previous row); the meta records the
+pairs and the rollouts' success rate.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
-import tyro
-from tqdm.auto import tqdm
 
 from lmgym.agents.preact import PReActAgent, TurnLayout
 from lmgym.agents.runner import run_episodes
-from lmgym.io import append_jsonl, read_jsonl, rewind_log
-from lmgym.models.checkpoints import load_checkpoint, load_optimizer_state, read_meta, save_checkpoint
+from lmgym.errors import InputError
+from lmgym.io import append_jsonl, read_jsonl
+from lmgym.models.checkpoints import load_checkpoint, read_meta, save_checkpoint
 from lmgym.rollouts import Episode
 from lmgym.training.agentic_sft import turn_examples
 from lmgym.training.lm import collate
+from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
 from lmgym.training.objectives import frozen_copy, mdlm_elbo
 
 
 @dataclass
-class VRPOConfig:
-    model: str = "runs/preact/sft/checkpoint"
-    """the SFT checkpoint: the policy's start and the frozen reference"""
+class VRPOConfig(LoopConfig):
+    # the loop's options (lmgym.training.loop.LoopConfig), this trainer's defaults: one pair per
+    # step, a constant learning rate after warmup, no weight decay, Adam's default betas
     out: str = "runs/preact/vrpo"
     """output folder: rollouts.jsonl, checkpoint/, metrics.jsonl"""
+    steps: int = 200
+    lr: float = 1e-4
+    warmup: int = 10
+    lr_floor: float = 1.0
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.999)
+    save_every: int = 50
+    model: str = "runs/preact/sft/checkpoint"
+    """the SFT checkpoint: the policy's start and the frozen reference"""
     envs: tuple[str, ...] = ("lmgym/HotPotQA-Gen-Easy-v0", "lmgym/HotPotQA-Gen-v0", "lmgym/HotPotQA-Gen-Hard-v0")
     """envs whose training questions are sampled (spread evenly)"""
     questions: int = 200
@@ -69,26 +77,6 @@ class VRPOConfig:
     """DPO's beta (DLLM-Searcher: 0.1)"""
     num_mc: int = 2
     """Monte-Carlo mask draws per ELBO (DLLM-Searcher: 2)"""
-    steps: int = 200
-    """optimizer steps (one pair each)"""
-    lr: float = 1e-4
-    """learning rate (constant after warmup)"""
-    warmup: int = 10
-    """warmup steps"""
-    grad_clip: float = 1.0
-    """max gradient norm"""
-    seed: int = 0
-    """seed of the pair order and the mask draws"""
-    save_every: int = 50
-    """checkpoint every N steps (0: only at the end)"""
-    resume: bool = True
-    """continue from OUT/checkpoint (and OUT/rollouts.jsonl) when they exist"""
-    log_every: int = 10
-    """steps between metric lines"""
-    threads: int = 1
-    """torch CPU threads"""
-    quiet: bool = False
-    """no progress bar"""
 
 
 def dpo_sigmoid_loss(policy_chosen: torch.Tensor, policy_rejected: torch.Tensor, reference_chosen: torch.Tensor,
@@ -150,41 +138,24 @@ def preference_pairs(rows: list[dict]) -> list[tuple[Episode, Episode]]:
 def train(cfg: VRPOConfig) -> dict[str, float]:
     """Sample, pair, then run (or resume) DPO on ELBOs; returns the last logged metrics."""
     torch.set_num_threads(cfg.threads)
-    out = Path(cfg.out)
-    checkpoint = out / "checkpoint"
     # --- 1-2: rollouts and pairs ---
-    rows = sample_rollouts(cfg, out / "rollouts.jsonl")
+    rows = sample_rollouts(cfg, Path(cfg.out) / "rollouts.jsonl")
     pairs = preference_pairs(rows)
     won_rate = sum(Episode.from_dict(r["episode"]).won for r in rows) / max(1, len(rows))
     print(f"vrpo: {len(rows)} rollouts, success {won_rate:.3f}, {len(pairs)} (won, lost) pairs", flush=True)
     if not pairs:
-        raise ValueError(f"no question had both a won and a lost sample among {len(rows)} rollouts: nothing to prefer")
+        raise InputError(f"no question had both a won and a lost sample among {len(rows)} rollouts: nothing to prefer")
     # --- 3: DPO on ELBOs ---
-    start_step = 0
-    base_meta = read_meta(cfg.model)
-    if cfg.resume and read_meta(checkpoint).get("step") is not None:
-        policy, tokenizer, meta = load_checkpoint(checkpoint, dtype=torch.float32, trainable=True)
-        start_step = meta["step"]
-    else:
-        policy, tokenizer, _ = load_checkpoint(cfg.model, dtype=torch.float32, trainable=True)
+    policy, tokenizer, _ = load_checkpoint(resume_from(cfg) or cfg.model, dtype=torch.float32, trainable=True)
     reference = frozen_copy(load_checkpoint(cfg.model, dtype=torch.float32)[0])
+    base_meta = read_meta(cfg.model)
     trained = base_meta.get("preact_layout") or {}
     layout = TurnLayout(trained.get("reason_tokens", 64), trained.get("call_tokens", 32))
     max_prompt = trained.get("max_prompt_tokens", 320)
-    params = [p for p in policy.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
-    if start_step:
-        load_optimizer_state(checkpoint, optimizer)
     meta = {**base_meta, "train_config": asdict(cfg), "vrpo": {"rollouts": len(rows), "rollout_success": won_rate,
                                                                 "pairs": len(pairs), "sft_model": cfg.model}}
-    metrics: dict[str, float] = {}
-    rewind_log(out / "metrics.jsonl", start_step)  # the steps about to run are logged once
-    started = time.time()
-    bar = tqdm(range(start_step, cfg.steps), initial=start_step, total=cfg.steps,
-               disable=cfg.quiet or not sys.stderr.isatty(), desc="vrpo")
-    window: list[tuple[float, float]] = []
-    for step in bar:
-        generator = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+
+    def step(k: int, generator: torch.Generator) -> dict[str, float]:
         won, lost = pairs[int(torch.randint(len(pairs), (1,), generator=generator))]
         # the same mask seeds for policy and reference, fresh every step
         seeds = torch.randint(2**31, (cfg.num_mc,), generator=generator).tolist()
@@ -194,34 +165,17 @@ def train(cfg: VRPOConfig) -> dict[str, float]:
                 scores.append([trajectory_elbo(model, tokenizer, e, layout, max_prompt, seeds) for e in (won, lost)])
         (pw, pl), (rw, rl) = scores
         loss, margin = dpo_sigmoid_loss(pw.view(1), pl.view(1), rw.view(1), rl.view(1), cfg.beta)
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup)
-        optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-        optimizer.step()
-        window.append((loss.item(), float(margin.mean())))
-        if (step + 1) % cfg.log_every == 0 or step + 1 == cfg.steps:
-            losses, margins = zip(*window)
-            metrics = {"train/step": step + 1, "train/loss": sum(losses) / len(losses),
-                       "train/margin": sum(margins) / len(margins),
-                       "train/accuracy": sum(m > 0 for m in margins) / len(margins),
-                       "train/grad_norm": float(grad_norm), "train/seconds": time.time() - started}
-            append_jsonl(out / "metrics.jsonl", metrics)
-            window.clear()
-            bar.set_postfix(loss=f"{metrics['train/loss']:.3f}")
-        if cfg.save_every and (step + 1) % cfg.save_every == 0 and step + 1 < cfg.steps:
-            save_checkpoint(checkpoint, policy, tokenizer, {**meta, "step": step + 1}, optimizer)
-    if start_step < cfg.steps:
-        save_checkpoint(checkpoint, policy, tokenizer, {**meta, "step": cfg.steps}, optimizer)
-    print(f"vrpo: {json.dumps(metrics)}", flush=True)
-    return metrics
+        return {"train/loss": loss.item(), "train/margin": float(margin.mean()), "train/accuracy": float(margin.mean() > 0)}
+
+    return run_loop(cfg, [p for p in policy.parameters() if p.requires_grad], step,
+                    partial(save_checkpoint, model=policy, tokenizer=tokenizer), meta, name="vrpo",
+                    averaged=("train/loss", "train/margin", "train/accuracy"))
 
 
-def main(argv: list[str] | None = None) -> dict[str, float]:
-    cfg = tyro.cli(VRPOConfig, args=argv, prog="python -m lmgym.training.vrpo", description=__doc__.split("\n\n")[0])
-    return train(cfg)
+def main(argv: list[str] | None = None) -> int:
+    return cli(VRPOConfig, train, argv, "vrpo", __doc__)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -5,10 +5,10 @@ import pytest
 
 import lmgym  # noqa: F401
 from lmgym.agents.lm import LMAgent, snap_action
-from lmgym.agents.prompts import OMITTED
 from lmgym.agents.registry import make_agent
 from lmgym.agents.runner import run_episode, run_episodes
 from lmgym.models.backends import Completion, TextBackend
+from lmgym.react import OMITTED
 
 
 class Scripted(TextBackend):

@@ -3,9 +3,9 @@
 import json
 from dataclasses import asdict
 
-from lmgym.agents.prompts import PromptProfile
 from lmgym.models import zoo
 from lmgym.models.checkpoints import read_meta
+from lmgym.react import PromptProfile
 
 
 def test_profile_round_trips_through_the_meta_training_writes():

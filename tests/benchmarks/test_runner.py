@@ -10,10 +10,10 @@ import pytest
 
 from lmgym.benchmarks.backends.processes import ProcessBackend
 from lmgym.benchmarks.cli import run as bench_cli
-from lmgym.benchmarks.report import wilson_interval
 from lmgym.benchmarks.runner import NONDETERMINISTIC_FIELDS, SpecMismatchError, read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.benchmarks.suites import smoke_suite
+from lmgym.stats import wilson_interval
 
 HERE = Path(__file__).resolve().parent
 SPEC = BenchmarkSpec("t", (EnvSpec("lmgym/KeyDoor-v0"), EnvSpec("lmgym/KeyDoor-v0", {"size": 3}, label="kd3")),

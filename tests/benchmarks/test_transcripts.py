@@ -5,7 +5,7 @@ import json
 import pytest
 
 from lmgym.agents.base import Decision, RandomAgent
-from lmgym.benchmarks.backends.worker import episode_columns
+from lmgym.benchmarks.rows import episode_columns
 from lmgym.benchmarks.cli import run as bench_cli
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec

@@ -7,7 +7,8 @@ import pytest
 import lmgym  # noqa: F401
 from lmgym.agents import ExpertAgent, RandomAgent, run_episode
 from lmgym.io import append_jsonl, atomic_folder, atomic_write_json, read_jsonl, repair_jsonl, rewind_log
-from lmgym.rollouts import Episode, format_completion, read_episodes, write_episode, write_episodes
+from lmgym.react import format_completion
+from lmgym.rollouts import Episode, read_episodes, write_episode, write_episodes
 
 
 def test_partial_last_line_is_dropped_then_repaired(tmp_path):

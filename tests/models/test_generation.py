@@ -3,7 +3,8 @@
 import torch
 from transformers import DynamicCache
 
-from lmgym.models.generation import cut_at_stop, extend, fork_cache, generate_ids, merge_caches, repeat_cache, slice_cache
+from lmgym.models.generation import (LlamaDecode, cut_at_stop, extend, fork_cache, generate, generate_ids, merge_caches,
+                                    repeat_cache, slice_cache, stop_checker)
 
 
 def greedy_without_cache(model, ids, n):
@@ -110,3 +111,53 @@ def test_fork_keeps_gradients(causal_model):
 def test_cut_at_stop():
     assert cut_at_stop("a\nObservation: x", ["\nObservation", "zz"]) == "a"
     assert cut_at_stop("abc", ["z"]) == "abc"
+
+
+@torch.no_grad()
+def test_the_static_cache_decoder_computes_what_the_forward_does(causal_model):
+    """`LlamaDecode` (the default for a plain Llama) against the model's forward at every step:
+    a left-padded batch continuing a cache with padding of its own, greedy and sampled, with
+    log-probs, and the cache it leaves behind."""
+    from tiny_models import tiny_llama
+
+    from lmgym.training.lora import add_lora
+
+    llama = causal_model.model  # the unwrapped LlamaForCausalLM
+    assert LlamaDecode.supports(llama) and not LlamaDecode.supports(causal_model)
+    assert not LlamaDecode.supports(add_lora(tiny_llama(False)).get_base_model())  # LoRA layers inside
+    prefix, prefix_mask = torch.tensor([[0, 3, 4], [5, 6, 7]]), torch.tensor([[0, 1, 1], [1, 1, 1]])
+    batch, mask = torch.tensor([[0, 1, 2], [8, 9, 10]]), torch.tensor([[0, 1, 1], [1, 1, 1]])
+    outputs = {}
+    for fast in (True, False):
+        cache = DynamicCache()
+        positions = (prefix_mask.cumsum(1) - 1).clamp(min=0)
+        llama(prefix, attention_mask=prefix_mask, cache=cache, use_cache=True, position_ids=positions)
+        greedy = generate(llama, batch, mask, cache=cache, cache_mask=prefix_mask, max_new_tokens=10,
+                          return_logprobs=True, fast=fast)
+        sampled = generate(llama, batch, mask, max_new_tokens=10, temperature=1.0, fast=fast,
+                           generator=[torch.Generator().manual_seed(row) for row in range(2)])
+        outputs[fast] = greedy, sampled
+    (fast_greedy, fast_sampled), (slow_greedy, slow_sampled) = outputs[True], outputs[False]
+    assert torch.equal(fast_greedy.tokens, slow_greedy.tokens) and torch.equal(fast_sampled.tokens, slow_sampled.tokens)
+    torch.testing.assert_close(fast_greedy.logprobs, slow_greedy.logprobs, rtol=1e-4, atol=1e-5)
+    assert torch.equal(fast_greedy.cache_mask, slow_greedy.cache_mask)
+    assert fast_greedy.cache.get_seq_length() == slow_greedy.cache.get_seq_length() == 3 + 3 + 9
+    for fast_layer, slow_layer in zip(fast_greedy.cache.layers, slow_greedy.cache.layers):
+        real = fast_greedy.cache_mask.bool()  # padded slots hold whatever; only real ones are attended
+        torch.testing.assert_close(fast_layer.keys.transpose(1, 2)[real], slow_layer.keys.transpose(1, 2)[real],
+                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(fast_layer.values.transpose(1, 2)[real], slow_layer.values.transpose(1, 2)[real],
+                                   rtol=1e-4, atol=1e-5)
+
+
+def test_stop_strings_are_found_in_the_last_tokens():
+    class Bytes:  # a tokenizer whose tokens are single bytes (the worst case for the tail)
+        @staticmethod
+        def decode(ids, skip_special_tokens=True):
+            return bytes(ids.tolist()).decode("utf-8", errors="replace")
+
+    check = stop_checker(Bytes(), ("\nObs:", "é!"))
+    text = "Thought: é é.\nAction: go\nObs:".encode()
+    hits = [check(0, torch.tensor(list(text[:end]))) for end in range(1, len(text) + 1)]
+    assert hits.index(True) == len(text) - 1  # found at the token that completes it, not before
+    assert check(0, torch.tensor(list("xé!".encode()))) and stop_checker(Bytes(), ()) is None

@@ -39,7 +39,8 @@ def chat_answer(text="Thought: look.\nAction: look", logprobs=None, cached=None)
 
 class ScriptedServer:
     """Answers POST routes from per-route queues of (status, body, headers, delay_s); the last
-    entry of a queue repeats. Unscripted routes answer 404. Records (route, body, headers)."""
+    entry of a queue repeats. Unscripted routes answer 404. Records (route, body, headers).
+    GET routes answer from `get_script` (404 otherwise) and are recorded in `gets`."""
 
     def __init__(self):
         self.script = defaultdict(deque)
@@ -72,6 +73,17 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                     pass
 
+            def do_GET(self):
+                with lock:
+                    server.gets.append(self.path)
+                    status, answer = server.get_script.get(self.path, (404, {"detail": "Not Found"}))
+                payload = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
             def log_message(self, *args):
                 pass
 
@@ -80,6 +92,7 @@ class ScriptedServer:
                 server.errors.append(client_address)
 
         self.errors = []
+        self.get_script, self.gets = {}, []  # GET routes: path -> (status, body); paths asked
         self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
@@ -262,3 +275,84 @@ def test_an_lm_agent_acts_through_the_backend(server):
     chats = [body for route, body, _ in server.requests if route == "/v1/chat/completions"]
     assert len(chats) == 3 and chats[0]["stop"] == ["\nObservation:"] and chats[0]["model"] == "tiny"
     assert "You see: an iron key" in chats[0]["messages"][-1]["content"]  # the first observation went out
+
+
+# --- the server's context ---------------------------------------------------------------------
+
+def transcript(turns):
+    """A system message, the task, then `turns` assistant/user pairs (KeyDoor-like)."""
+    messages = [{"role": "system", "content": "Play the game."}, {"role": "user", "content": "Task: open the door."}]
+    for k in range(turns):
+        messages += [{"role": "assistant", "content": f"Action: go {k}"}, {"role": "user", "content": f"Room {k}."}]
+    return messages
+
+
+def llama_cpp_python_refusal(window, prompt_tokens, completion=8):
+    message = (f"This model's maximum context length is {window} tokens. However, you requested "
+               f"{prompt_tokens + completion} tokens ({prompt_tokens} in the messages, {completion} in the "
+               f"completion). Please reduce the length of the messages or completion.")
+    return 400, {"error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}}
+
+
+@pytest.mark.parametrize("route, answer", [
+    ("/props", {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}),  # llama.cpp's server
+    ("/v1/models", {"object": "list", "data": [{"id": "tiny", "max_model_len": 4096}]}),  # vLLM, SGLang
+])
+def test_the_window_is_read_where_the_server_reports_it(server, route, answer):
+    server.get_script[route] = (200, answer)
+    backend = backend_for(server)
+    assert backend.max_context == 4096 and backend.max_context == 4096  # asked once
+    assert route in server.gets and len(server.gets) <= 2
+    assert backend_for(server, max_context=1024).max_context == 1024  # a given window: no probe needed
+
+
+def test_a_refusal_teaches_the_window_and_the_history_is_cut_from_the_left(server):
+    """llama-cpp-python reports its context nowhere but in the refusal: the backend learns it
+    there, drops the oldest turns (keeping the system message and the task) and sends again.
+    The session's next prompts keep the same beginning while they fit, then are cut again
+    before they are sent."""
+    server.answer("/extras/tokenize", {"tokens": [0] * 10})  # every message counts 10 tokens
+    server.answer("/v1/chat/completions", llama_cpp_python_refusal(100, 130), chat_answer("Action: go north"))
+    backend = backend_for(server)
+    assert backend.max_context is None  # /props and /v1/models: 404
+    params = SamplingParams(max_new_tokens=8)
+
+    def chats():
+        return [body["messages"] for route, body, _ in server.requests if route == "/v1/chat/completions"]
+
+    def sent_after(messages):
+        [out] = backend.complete([messages], params, sessions=["episode"])
+        return chats()[-1], out
+
+    sent, out = sent_after(transcript(4))
+    assert out.text == "Action: go north" and backend.max_context == 100
+    assert chats()[0] == transcript(4) and len(chats()) == 2  # refused, then fitted:
+    # 130 tokens in 10 messages of 10: the template adds 3 a message (13 each). The head (system,
+    # task) takes 26 of the 92 left beside the completion; the turns are cut, two messages at a
+    # time, to at most 3/4 of the other 66, so 2 messages stay
+    assert sent == transcript(4)[:2] + transcript(4)[-2:] and out.extra["dropped_messages"] == 6
+    assert sent_after(transcript(5))[0] == transcript(5)[:2] + transcript(5)[-4:]  # the same beginning
+    assert sent_after(transcript(6))[0] == transcript(6)[:2] + transcript(6)[-2:]  # cut again, before sending
+    backend.end_session("episode")
+    assert backend.complete([transcript(5)], params)[0].extra["dropped_messages"] == 8  # no session: a new cut
+
+
+def test_llama_cpps_own_refusal_and_text_prompts_are_fitted_too(server):
+    refusal = {"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                         "type": "exceed_context_size_error", "n_prompt_tokens": 300, "n_ctx": 128}}
+    server.answer("/v1/completions", (400, refusal), text_answer("ok"))
+    backend = backend_for(server)  # no tokenizer route: 4 characters a token
+    [out] = backend.complete(["x" * 1200], SamplingParams(max_new_tokens=28))
+    sent = server.requests[-1][1]["prompt"]
+    assert out.text == "ok" and backend.max_context == 128 and sent == "x" * len(sent)
+    assert 0.7 * 4 * 100 <= len(sent) <= 0.75 * 4 * 100  # 3/4 of the 100 tokens beside the completion
+    assert out.extra["dropped_chars"] == 1200 - len(sent)
+
+
+def test_a_prompt_that_cannot_fit_is_one_line(server):
+    server.answer("/v1/chat/completions", llama_cpp_python_refusal(50, 400))
+    with pytest.raises(EndpointError) as caught:
+        backend_for(server).complete([transcript(0)], SamplingParams(max_new_tokens=8))
+    message = str(caught.value)
+    assert "\n" not in message and "maximum context length is 50 tokens" in message and "cannot cut" in message
+    assert server.routes().count("/v1/chat/completions") == 1  # nothing left to drop: not sent again

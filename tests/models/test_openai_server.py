@@ -74,15 +74,23 @@ def test_count_tokens_uses_the_servers_tokenizer(backend):
     assert backend._tokenize_route == ("/extras/tokenize", "input") and 14 <= count <= 20
 
 
-def test_an_lm_agent_plays_a_whole_episode_through_http(server_url):
+def test_an_lm_agent_plays_on_past_the_servers_2048_token_context(server_url):
+    """As a new user runs it: no max_context given, and llama-cpp-python reports its context
+    nowhere but in its refusal (HTTP 400 "maximum context length is 2048 tokens"). Six
+    demonstrations make the first prompt about 1,800 tokens, so the transcript outgrows the
+    context within five steps; the backend learns the window from the refusal, drops the oldest
+    turns and the episode plays on."""
     import gymnasium as gym
 
     env = gym.make("lmgym/KeyDoor-v0")
-    agent = LMAgent("smollm2", backend="openai", base_url=server_url, backend_kwargs={"max_context": 2048},
-                    few_shot=0, max_new_tokens=24)
-    episode = run_episode(env, agent, seed=0, max_steps=3)
+    agent = LMAgent("smollm2", backend="openai", base_url=server_url, few_shot=6, max_new_tokens=24)
+    assert agent.backend.max_context is None  # nothing to read it from before the refusal
+    episode = run_episode(env, agent, seed=0, max_steps=5)
     agent.close()
-    assert 1 <= len(episode.steps) <= 3
+    assert len(episode.steps) == 5
+    assert agent.backend.max_context == 2048  # learned from the server's refusal
+    prompt_tokens = [step.prompt_tokens for step in episode.steps]
+    assert prompt_tokens[0] > 1500 and max(prompt_tokens) + 24 <= 2048
     for step in episode.steps:
-        assert step.completion and step.prompt_tokens > 0 and step.completion_tokens > 0
+        assert step.completion and step.completion_tokens > 0
         assert step.action  # parsed (and snapped) from the model's text, or the format-error fallback

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from lmgym.models import zoo
-from lmgym.benchmarks.report import mcnemar_exact
 from lmgym.errors import InputError
 from lmgym.io import read_jsonl
 from lmgym.models.checkpoints import load_checkpoint, read_meta
+from lmgym.stats import mcnemar_exact
 from lmgym.training import distill
 from lmgym.training.transcripts import ACT, REASON
 
@@ -106,7 +106,7 @@ def test_mcnemar_exact_p_values():
 
 
 def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_hotpotqa_file):
-    from lmgym.agents.prompts import PromptProfile
+    from lmgym.react import PromptProfile
     from lmgym.rollouts import read_episodes
 
     _, tokenizer, meta = load_checkpoint(TEACHER)
@@ -125,7 +125,7 @@ def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_ho
 
 def test_a_turn_longer_than_the_budget_is_kept_cut_to_it_without_eos(teacher_hotpotqa_file):
     """The teacher generating with a budget stops there, without EOS: its turn is what it wrote."""
-    from lmgym.agents.prompts import PromptProfile
+    from lmgym.react import PromptProfile
     from lmgym.rollouts import read_episodes
 
     _, tokenizer, _ = load_checkpoint(TEACHER)
@@ -145,7 +145,7 @@ def test_a_turn_longer_than_the_budget_is_kept_cut_to_it_without_eos(teacher_hot
 def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotqa_file):
     """kd and sad read the teacher from a cache built once; on any batch it must give the loss
     a fresh teacher forward pass gives (a reordered batch too: the cache is per turn)."""
-    from lmgym.agents.prompts import PromptProfile
+    from lmgym.react import PromptProfile
     from lmgym.rollouts import read_episodes
 
     teacher, tokenizer, _ = load_checkpoint(TEACHER, dtype=torch.float32)
@@ -173,7 +173,7 @@ def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotq
                               distill.forward_kl(fresh, from_cache, batch[span]), atol=1e-4)
 
 def test_the_teacher_cache_folder_is_reused_only_for_the_same_teacher_and_turns(teacher_hotpotqa_file, tmp_path):
-    from lmgym.agents.prompts import PromptProfile
+    from lmgym.react import PromptProfile
     from lmgym.rollouts import read_episodes
 
     teacher, tokenizer, _ = load_checkpoint(TEACHER, dtype=torch.float32)
@@ -225,7 +225,7 @@ def test_sad_learns_both_spans_on_a_tiny_budget(teacher_hotpotqa_file, tmp_path)
 def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotpotqa_file, tmp_path):
     # its divergence to the teacher before and after 25 steps: forward KL on the teacher's turns,
     # reverse KL on the student's own samples from the same prompts (rkl's loss draws fresh ones each step)
-    from lmgym.agents.prompts import PromptProfile
+    from lmgym.react import PromptProfile
     from lmgym.models.networks import build_model, llama_config
     from lmgym.rollouts import read_episodes
 
@@ -256,7 +256,7 @@ def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teache
     a = load_checkpoint(tmp_path / "a" / "checkpoint")[0].state_dict()
     b = load_checkpoint(tmp_path / "b" / "checkpoint")[0].state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
-    with interrupt_training(distill, 4):
+    with interrupt_training(4):
         distill.train(config(teacher_hotpotqa_file, tmp_path / "cut", steps=6, save_every=3))
     assert read_meta(tmp_path / "cut" / "checkpoint")["step"] == 3
     before = read_meta(tmp_path / "cut" / "checkpoint")["train_seconds"]

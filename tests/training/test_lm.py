@@ -6,6 +6,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from lmgym.errors import InputError
 from lmgym.io import append_jsonl
 from lmgym.models.checkpoints import OPTIMIZER_FILE, install_checkpoint, load_checkpoint, save_checkpoint
 from lmgym.models.diffusion import generate
@@ -129,10 +130,11 @@ def test_save_load_gives_the_same_outputs(records, tmp_path):
     assert meta_again == meta
 
 
-def test_an_installed_checkpoint_is_half_precision_without_local_paths(records, tmp_path):
+def test_an_installed_checkpoint_is_half_precision_without_local_paths(records, tmp_path, monkeypatch):
+    monkeypatch.setenv("LMGYM_ZOO", str(tmp_path / "zoo"))
     train(config(records, tmp_path / "run", steps=2))
     source = tmp_path / "run" / "checkpoint"
-    target = install_checkpoint(source, tmp_path / "installed", meta={"recipe": "python make_it.py"})
+    target = install_checkpoint(source, "test/installed", meta={"recipe": "python make_it.py"})
     model, tokenizer, meta = load_checkpoint(target)
     original = load_checkpoint(source)[0]
     stored = load_file(str(target / "model.safetensors"))
@@ -161,10 +163,12 @@ def test_rollout_files_train_on_their_transcripts_and_record_the_prompt(tmp_path
 def test_bad_rows_and_lora_without_a_base_are_clear_errors(tmp_path):
     path = tmp_path / "bad.jsonl"
     append_jsonl(path, {"text": "no prompt"})
-    with pytest.raises(ValueError, match="bad.jsonl:1"):
+    with pytest.raises(InputError, match="bad.jsonl:1"):
         load_data((str(path),))
+    with pytest.raises(InputError, match="no such file"):
+        load_data((str(tmp_path / "missing.jsonl"),))
     append_jsonl(tmp_path / "ok.jsonl", {"prompt": "a", "completion": "b"})
-    with pytest.raises(ValueError, match="needs --init"):
+    with pytest.raises(InputError, match="needs --init"):
         train(config(tmp_path / "ok.jsonl", tmp_path / "out", lora_r=4))
 
 

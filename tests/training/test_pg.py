@@ -36,14 +36,14 @@ def test_pg_loss_values():
 def test_two_updates_change_the_editor_and_log_the_calls(tiny_ar_folder, tmp_path):
     from lmgym.models.checkpoints import load_checkpoint
 
-    cfg = PGConfig(editor=str(tiny_ar_folder), out=str(tmp_path / "pg"), tasks=("SuperNI",), iterations=2, group=3,
+    cfg = PGConfig(editor=str(tiny_ar_folder), out=str(tmp_path / "pg"), tasks=("SuperNI",), steps=2, group=3,
                    batch_size=4, generator="lmgym.envs.promptedit.generators:RuleBasedGenerator", max_new_tokens=16)
     train(cfg)
     rows = [json.loads(line) for line in (tmp_path / "pg" / "metrics.jsonl").read_text().splitlines()]
     assert [r["train/step"] for r in rows] == [1, 2]
     assert rows[-1]["train/generator_calls"] == 2 + sum(round(r["train/valid_rate"] * 3) for r in rows)
     _, _, meta = load_checkpoint(tmp_path / "pg" / "checkpoint")
-    assert meta["pg_config"]["iterations"] == 2 and all(0.0 <= r["train/valid_rate"] <= 1.0 for r in rows)
+    assert meta["pg_config"]["steps"] == 2 and all(0.0 <= r["train/valid_rate"] <= 1.0 for r in rows)
 
 
 def test_a_gradient_step_raises_the_edit_with_the_positive_advantage():

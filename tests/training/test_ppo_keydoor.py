@@ -8,6 +8,8 @@ import torch
 pytest.importorskip("sb3_contrib")
 
 from lmgym.agents.ppo_agent import PPOAgent  # noqa: E402
+from lmgym.io import read_jsonl  # noqa: E402
+from lmgym.models.checkpoints import read_meta  # noqa: E402
 from lmgym.benchmarks.runner import read_rows, run_benchmark  # noqa: E402
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec  # noqa: E402
 from lmgym.envs.sb3_wrappers import TokenEncoder  # noqa: E402
@@ -43,7 +45,12 @@ def test_training_writes_metrics_curve_and_checkpoints(trained):
     early = [row["won"] == "True" for row in curve[:100]]
     assert sum(late) > sum(early)  # the curve goes up
     assert (out / "learning_curve.png").stat().st_size > 0
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["ppo_4000_steps.zip", "ppo_8000_steps.zip"]
+    # the shared loop's log: a row per update, env steps as train/step (whole rollouts of 4 x 128)
+    rows = list(read_jsonl(out / "metrics.jsonl"))
+    assert [r["train/step"] for r in rows] == list(range(512, 8192 + 1, 512))
+    assert {"train/loss", "train/entropy_loss", "rollout/success_rate", "time/seconds"} <= set(rows[-1])
+    assert rows[-1]["rollout/success_rate"] > rows[0]["rollout/success_rate"]
+    assert read_meta(out / "checkpoint")["step"] == 8192 and (out / "checkpoint" / "model.zip").exists()
 
 
 def test_trained_policy_plays_in_the_benchmark_runner(trained, tmp_path):
@@ -56,7 +63,7 @@ def test_trained_policy_plays_in_the_benchmark_runner(trained, tmp_path):
     run_benchmark(spec, tmp_path / "b", quiet=True, plots=False)  # sampling uses the agent's seeded rng
     strip = lambda rows: sorted((r["key"], r["return"], r["steps"]) for r in rows)  # noqa: E731
     assert strip(read_rows(tmp_path / "a")) == strip(read_rows(tmp_path / "b"))
-    agent = PPOAgent(str(out / "checkpoints" / "ppo_4000_steps.zip"))  # finds encoder.json one folder up
+    agent = PPOAgent(str(out / "checkpoint" / "model.zip"))  # finds encoder.json one folder up
     assert agent.encoder.max_actions == 9  # KeyDoor-v0's max_admissible_actions, the trainer's default
 
 
@@ -72,6 +79,22 @@ def test_same_seed_gives_identical_parameters(tmp_path):
     first, second = parameters("a"), parameters("b")
     assert first.keys() == second.keys()
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_a_finished_run_given_more_steps_resumes_from_its_checkpoint(tmp_path):
+    from sb3_contrib import MaskablePPO
+
+    options = dict(n_steps=64, batch_size=64, num_envs=2, out=str(tmp_path), quiet=True, eval_episodes=0, checkpoint_every=0)
+    train(PPOConfig(steps=256, **options))
+    first = MaskablePPO.load(tmp_path / "model.zip").policy.state_dict()
+    seconds = read_meta(tmp_path / "checkpoint")["train_seconds"]
+    train(PPOConfig(steps=512, **options))
+    assert [r["train/step"] for r in read_jsonl(tmp_path / "metrics.jsonl")] == [128, 256, 384, 512]  # rollouts of 2 x 64
+    meta = read_meta(tmp_path / "checkpoint")
+    assert meta["step"] == 512 and meta["train_seconds"] > seconds
+    assert (tmp_path / "progress-until-256.csv").exists()  # SB3's own log of the first attempt, kept
+    second = MaskablePPO.load(tmp_path / "model.zip").policy.state_dict()
+    assert any(not torch.equal(first[k], second[k]) for k in first)
 
 
 def test_init_from_starts_where_the_earlier_run_ended(trained, tmp_path):

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from lmgym.errors import InputError
 from lmgym.io import append_jsonl
 from lmgym.models.checkpoints import load_checkpoint, read_meta
 from lmgym.rollouts import read_episodes
@@ -71,7 +72,7 @@ def test_agentic_sft_learns_and_resumes_exactly(teacher_hotpotqa_file, tmp_path,
     losses = [json.loads(line)["train/loss"] for line in (tmp_path / "whole" / "metrics.jsonl").open()]
     assert sum(losses[-5:]) / 5 < 0.7 * sum(losses[:5]) / 5, losses
     # the same run interrupted after its step-20 checkpoint, then resumed, ends where the whole one did
-    with interrupt_training(agentic_sft, 21):
+    with interrupt_training(21):
         agentic_sft.train(sft_config(teacher_hotpotqa_file, tmp_path / "cut", steps=40, lr=3e-3, save_every=20))
     meta = read_meta(tmp_path / "cut" / "checkpoint")
     assert meta["step"] == 20 and meta["preact_layout"]["reason_tokens"] == 64
@@ -169,5 +170,5 @@ def test_vrpo_without_a_pair_says_so(tiny_preact_folder, teacher_hotpotqa_file, 
                                                 "episode": episode.to_dict()})
     cfg = vrpo.VRPOConfig(model=str(tiny_preact_folder), out=str(tmp_path), envs=("lmgym/HotPotQA-Gen-Easy-v0",),
                           questions=1, samples=1, quiet=True)
-    with pytest.raises(ValueError, match="nothing to prefer"):
+    with pytest.raises(InputError, match="nothing to prefer"):
         vrpo.train(cfg)

@@ -6,9 +6,9 @@ import pytest
 import lmgym  # noqa: F401
 from lmgym.agents import ExpertAgent, run_episode
 from lmgym.agents.lm import LMAgent
-from lmgym.agents.prompts import PromptProfile
 from lmgym.models.backends import Completion, TextBackend
 from lmgym.models.tokenizer import train_bpe_tokenizer
+from lmgym.react import PromptProfile
 from lmgym.training.lm import collate
 from lmgym.training.transcripts import ACT, CONTEXT, OBS, REASON, encode_episode
 

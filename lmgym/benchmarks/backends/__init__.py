@@ -1,9 +1,13 @@
 """Execution backends: where the episodes of a benchmark run, behind one interface.
 
 A backend gets the spec once (`start`), then a list of jobs (`run`), and yields one result row
-per job in completion order; the runner alone writes rows to disk, so a backend never needs
-to know about resume or files. `close` releases workers. Backends retry jobs whose worker
-died, so every job yields exactly one row.
+(`lmgym.benchmarks.rows`) per job in completion order; the runner alone writes rows to disk, so
+a backend never needs to know about resume or files. `close` releases workers. Backends retry
+jobs whose worker died, so every job yields exactly one row.
+
+Every backend hands its workers chunks of jobs (`chunk_jobs`): one job each, except that an
+agent that plays several episodes at once (``lm`` with ``batch_size``) gets its jobs in chunks
+that a worker plays in lockstep batches, so batched agents batch on every backend.
 
 * ``inprocess``: a loop in this process (the reference, and what tests debug with).
 * ``processes``: a local process pool (`concurrent.futures`, spawn start), one
@@ -17,7 +21,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Iterator
 
-from lmgym.benchmarks.backends.worker import EpisodeWorker, Job, all_jobs, job_key
+from lmgym.benchmarks.backends.worker import EpisodeWorker, chunk_jobs
+from lmgym.benchmarks.rows import Job, all_jobs, job_key
 from lmgym.benchmarks.spec import BenchmarkSpec
 
 
@@ -43,26 +48,13 @@ class InProcessBackend(Backend):
         self.worker = EpisodeWorker(spec)
 
     def run(self, jobs: list[Job]) -> Iterator[dict[str, Any]]:
-        for group in group_jobs(jobs, self.worker.slots):
-            yield from self.worker.run_many(group)
+        for chunk in chunk_jobs(jobs, self.worker.slots, workers=1):
+            yield from self.worker.run(chunk)
 
     def close(self) -> None:
         worker = getattr(self, "worker", None)
         if worker is not None:
             worker.close()
-
-
-def group_jobs(jobs: list[Job], slots) -> Iterator[list[Job]]:
-    """Jobs one by one in the order given, except that all jobs of an (env, agent) pair whose
-    agent plays ``slots(job) > 1`` episodes at once form one group (played last, in lockstep,
-    each slot starting the next episode as soon as its last one ends)."""
-    batched: dict[tuple[int, int], list[Job]] = {}
-    for job in jobs:
-        if slots(job) == 1:
-            yield [job]
-        else:
-            batched.setdefault((job.env, job.agent), []).append(job)
-    yield from batched.values()
 
 
 def make_backend(name: str, *, workers: int = 2, address: str | None = None) -> Backend:

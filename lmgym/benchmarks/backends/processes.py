@@ -1,8 +1,10 @@
 """Local process pool backend: one `EpisodeWorker` per process, spawned (not forked).
 
 Spawn, because the parent may hold torch or Ray threads that a fork would copy mid-state.
-A worker process that dies (killed, out of memory) breaks the pool; the backend starts a new
-pool and resubmits the jobs without a row, at most `max_restarts` times.
+Each task is a chunk of jobs (`chunk_jobs`: one job, or a batched agent's share of its
+episodes, played in lockstep). A worker process that dies (killed, out of memory) breaks the
+pool; the backend starts a new pool and resubmits the chunks without rows, at most
+`max_restarts` times.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Iterator
 
 from lmgym.benchmarks.backends import Backend
-from lmgym.benchmarks.backends.worker import EpisodeWorker, Job
+from lmgym.benchmarks.backends.worker import EpisodeWorker, chunk_jobs
+from lmgym.benchmarks.rows import Job
 from lmgym.benchmarks.spec import BenchmarkSpec
 
 _WORKER: EpisodeWorker | None = None
@@ -27,9 +30,14 @@ def _init(spec: BenchmarkSpec) -> None:
     _WORKER = EpisodeWorker(spec)
 
 
-def _run(job: Job) -> dict[str, Any]:
+def _run(jobs: list[Job]) -> list[dict[str, Any]]:
     assert _WORKER is not None, "worker process was not initialised"
-    return _WORKER.run(job)
+    return list(_WORKER.run(jobs))
+
+
+def _slots(agent: int) -> int:
+    assert _WORKER is not None, "worker process was not initialised"
+    return _WORKER.slots(agent)
 
 
 def _ready() -> int:
@@ -47,6 +55,7 @@ class ProcessBackend(Backend):
 
     def start(self, spec: BenchmarkSpec) -> None:
         self.spec = spec
+        self._slots: dict[int, int] = {}
         self._new_pool()
 
     def _new_pool(self) -> None:
@@ -58,18 +67,24 @@ class ProcessBackend(Backend):
         for future in [self.pool.submit(_ready) for _ in range(self.workers)]:
             future.result()
 
+    def slots(self, agent: int) -> int:
+        """Episodes agent `agent` plays at once, as a worker that made it says (asked once)."""
+        if agent not in self._slots:
+            self._slots[agent] = self.pool.submit(_slots, agent).result()
+        return self._slots[agent]
+
     def run(self, jobs: list[Job]) -> Iterator[dict[str, Any]]:
-        pending = dict.fromkeys(jobs)  # ordered set of jobs without a row yet
+        pending = [tuple(chunk) for chunk in chunk_jobs(jobs, self.slots, self.workers)]  # chunks without rows yet
         while pending:
-            futures: dict[Future, Job] = {self.pool.submit(_run, job): job for job in pending}
+            futures: dict[Future, tuple[Job, ...]] = {self.pool.submit(_run, list(chunk)): chunk for chunk in pending}
             try:
                 while futures:
                     done, _ = wait(futures, return_when=FIRST_COMPLETED)
                     for future in done:
-                        job = futures.pop(future)
-                        row = future.result()
-                        del pending[job]
-                        yield row
+                        chunk = futures.pop(future)
+                        rows = future.result()
+                        pending.remove(chunk)
+                        yield from rows
             except BrokenProcessPool:
                 self.restarts += 1
                 if self.restarts > self.max_restarts:

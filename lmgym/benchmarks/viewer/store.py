@@ -19,8 +19,8 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Iterable
 
-from lmgym.benchmarks.backends.worker import all_jobs, episode_columns
 from lmgym.benchmarks.report import summarize
+from lmgym.benchmarks.rows import all_jobs, make_row
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.errors import InputError
@@ -258,7 +258,7 @@ class RunSource(Source):
 
 class RolloutSource(Source):
     """A rollout file (`lmgym rollout`, `RecordEpisodes`, `write_episode`, a run's transcripts):
-    each line one episode, whose row is made from its steps (`episode_columns`)."""
+    each line one episode, whose row is made from its steps (`lmgym.benchmarks.rows.make_row`)."""
 
     kind = "rollouts"
 
@@ -293,19 +293,19 @@ class RolloutSource(Source):
         record = _parse(raw)
         if record is None or not isinstance(record.get("steps"), list):
             return None
-        try:
-            columns = episode_columns(record)
-            # The episode's wall time where the rollout has it, else its steps' decision time.
-            seconds = float(record.get("seconds") or sum(float(s.get("seconds", 0.0)) for s in record["steps"]))
-        except (AttributeError, TypeError, ValueError):  # steps that are not step objects
-            return None
         env, agent = rollout_env_name(record), str(record.get("agent", "?"))
         episode = self._counts.get((env, agent), 0)
-        self._counts[env, agent] = episode + 1
         key = record.get("key") if isinstance(record.get("key"), str) else f"{env}|{agent}|{episode}"
-        return {"key": key, "env": env, "env_id": str(record.get("env_id", "?")), "agent": agent,
-                "episode": episode, "seed": record.get("seed"), "task_index": None, **columns,
-                "seconds": round(seconds, 6), "error": None, "transcript": self.path.name}
+        try:
+            # The episode's wall time where the rollout has it, else its steps' decision time.
+            seconds = float(record.get("seconds") or sum(float(s.get("seconds", 0.0)) for s in record["steps"]))
+            row = make_row(key=key, env=env, env_id=str(record.get("env_id", "?")), agent=agent, episode=episode,
+                           seed=record.get("seed"), task_index=None, rollout=record, seconds=seconds,
+                           transcript=self.path.name)
+        except (AttributeError, TypeError, ValueError):  # steps that are not step objects
+            return None
+        self._counts[env, agent] = episode + 1
+        return row
 
     def transcript(self, key: str) -> dict[str, Any] | None:
         offset = self._offsets.get(key)

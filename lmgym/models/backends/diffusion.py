@@ -23,6 +23,7 @@ from collections.abc import Hashable, Sequence
 import torch
 
 from lmgym.models.backends import Completion, LocalBackend, Prompt, SamplingParams
+from lmgym.models.batching import left_pad
 from lmgym.models.diffusion import fast_generate, generate
 from lmgym.models.generation import cut_at_stop
 from lmgym.models.networks import best_device_and_dtype
@@ -79,14 +80,10 @@ class DiffusionBackend(LocalBackend):
         start = time.perf_counter()
         blocks = max(1, -(-params.max_new_tokens // self.block_length))
         gen_length = blocks * self.block_length
-        rows = [self._fit(self.encode(p), gen_length) for p in prompts]
-        width = max(len(r) for r in rows)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        attention = torch.zeros((len(rows), width), dtype=torch.long)
-        for row, part in enumerate(rows):
-            ids[row, width - len(part):] = torch.tensor(part)
-            attention[row, width - len(part):] = 1
+        rows = [self._fit(self.encode(p), gen_length) for p in prompts]
+        ids, attention = left_pad(rows, pad)
+        width = ids.shape[1]
         seed = seeds[0] if len(seeds) == 1 else None
         generator = torch.Generator(device=self.device).manual_seed(seed) if seed is not None else None
         saved_threads = torch.get_num_threads()

@@ -24,13 +24,14 @@ import os
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 from transformers import DynamicCache
 
+from lmgym.models import zoo
 from lmgym.models.backends import Completion, LocalBackend, Prompt, SamplingParams
-from lmgym.models.generation import crop_cache, cut_at_stop, generate
+from lmgym.models.batching import left_pad
+from lmgym.models.generation import crop_cache, cut_at_stop, generate, stop_checker
 from lmgym.models.networks import best_device_and_dtype
 
 
@@ -41,19 +42,14 @@ class _Session:
 
 
 def load_causal_lm(model: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None):
-    """(model, tokenizer) for ``"smollm2"``, a local folder or an installed zoo name, in eval mode."""
+    """(model, tokenizer) for ``"smollm2"``, a zoo name or a local folder, in eval mode."""
     if str(model) == "smollm2":
         from lmgym.models.networks import load_smollm2
 
         return load_smollm2(device=device, dtype=dtype)
-    from lmgym.models import zoo
-
-    folder = Path(model)
-    if not folder.is_dir() and zoo.is_installed(str(model)):  # a name such as "aod_editor"
-        folder = zoo.path(str(model))
+    folder = zoo.resolve(model)  # a zoo name ("react/alfworld-ar") or a folder
     if not folder.is_dir():
-        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, an installed "
-                                "zoo name or 'smollm2')")
+        raise FileNotFoundError(f"model folder {str(model)!r} does not exist (give a local folder, a zoo name or 'smollm2')")
     from lmgym.models.checkpoints import load_checkpoint
 
     loaded, tokenizer, _ = load_checkpoint(folder, device=device, dtype=dtype)
@@ -114,19 +110,22 @@ class HFBackend(LocalBackend):
         threads: torch CPU threads while generating (None: leave as is).
         max_context: longest prompt plus completion in tokens (default: the model's
             ``max_position_embeddings``); longer prompts lose their oldest tokens.
+        fast: decode with the static-cache step `lmgym.models.generation.LlamaDecode` (None:
+            where the model is one it computes; False: the model's forward at every token).
     """
 
     name = "hf"
 
     def __init__(self, model: str | os.PathLike = "smollm2", *, device: str | None = None,
                  dtype: torch.dtype | str | None = None, cache_sessions: bool = True, threads: int | None = None,
-                 max_context: int | None = None):
+                 max_context: int | None = None, fast: bool | None = None):
         self.device, dtype = best_device_and_dtype(device, dtype)
         self.model_name = str(model)
         self.model, self.tokenizer = load_causal_lm(model, device=str(self.device), dtype=dtype)
         self.chat = self.tokenizer.chat_template is not None
         self.cache_sessions = cache_sessions
         self.threads = threads
+        self.fast = fast
         self.max_context = max_context or getattr(self.model.config, "max_position_embeddings", None)
         self._sessions: dict[Hashable, _Session] = {}
         eos = self.tokenizer.eos_token_id
@@ -157,14 +156,8 @@ class HFBackend(LocalBackend):
             cache, cache_mask = template, None
         else:
             cache, cache_mask = batch_cache(caches, reused, template) if template is not None else (None, None)
-        new_parts = [ids[keep:] for ids, keep in zip(all_ids, reused)]
-        width = max(len(part) for part in new_parts)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.eos_ids[0]
-        input_ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        attention = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, part in enumerate(new_parts):
-            input_ids[row, width - len(part):] = torch.tensor(part)
-            attention[row, width - len(part):] = 1
+        input_ids, attention = left_pad([ids[keep:] for ids, keep in zip(all_ids, reused)], pad)
         generators = None
         if params.temperature > 0:
             generators = [torch.Generator(device=self.device).manual_seed(s) if s is not None else None
@@ -172,10 +165,6 @@ class HFBackend(LocalBackend):
             if all(g is None for g in generators):
                 generators = None
         stop = tuple(params.stop)
-
-        def hits_stop(row: int, ids: torch.Tensor) -> bool:
-            return any(s in self.tokenizer.decode(ids, skip_special_tokens=True) for s in stop)
-
         saved_threads = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(self.threads)
@@ -184,8 +173,8 @@ class HFBackend(LocalBackend):
                            max_new_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
                            eos_token_id=self.eos_ids, cache=cache,
                            cache_mask=None if cache_mask is None else cache_mask.to(self.device),
-                           stop_check=hits_stop if stop else None, generator=generators,
-                           return_logprobs=params.logprobs)
+                           stop_check=stop_checker(self.tokenizer, stop), generator=generators,
+                           return_logprobs=params.logprobs, fast=self.fast)
         finally:
             torch.set_num_threads(saved_threads)
         seconds = time.perf_counter() - start
