@@ -8,7 +8,7 @@
   teacher where the family has one, and language models as ReAct agents (`LM_AGENTS`): the
   family's tiny ReAct model from the zoo (``lm(model=tiny-ar)``) in every family that has one,
   and SmolLM2-135M-Instruct (``lm(model=smollm2)``, the default engine) in `SMOLLM2_FAMILIES`.
-  Episodes per env: `DEFAULT_EPISODES`, fewer where an episode is long (`EPISODES_BY_FAMILY`).
+  Episodes per env: `DEFAULT_EPISODES`, fewer where an episode is costly (`EPISODES_BY_FAMILY`).
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
   (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
   list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
@@ -39,10 +39,9 @@ from lmgym.models.zoo import ModelNotInstalled
 SUITES = ("smoke", "default", "full")
 SMOKE_EPISODES = 3
 DEFAULT_EPISODES = 10
-#: The default suite's episodes per env where an episode costs more: ALFWorld's LM agents play
-#: to its 50-step limit (they rarely finish); PromptEdit's 8 steps each write and judge 16 records
-#: with the diffusion generator (40-80 s an episode on 2 busy cores).
-EPISODES_BY_FAMILY = {"ALFWorld": 4, "PromptEdit": 1}
+#: The default suite's episodes per env where an episode costs more: PromptEdit's 8 steps each
+#: write and judge 16 records with the diffusion generator (30-80 s an episode on 2 busy cores).
+EPISODES_BY_FAMILY = {"PromptEdit": 1}
 #: The language models of the default suite, as ReAct agents (`lmgym.agents.lm`), each playing an
 #: env's episodes in lockstep: the family's tiny model from the zoo (one torch thread: it shares
 #: the cores), and SmolLM2-135M-Instruct with the family's demonstrations (the grounded teacher on
@@ -162,8 +161,9 @@ def default_suite(episodes: int = DEFAULT_EPISODES) -> BenchmarkSpec:
     agents = list(AGENTS) + [AgentSpec("teacher")] + [a for a in LM_AGENTS if a.name != "smollm2" or not missing]
     notes += [missing] if missing else []
     tiny = tiny_react_families(sorted({family_of(env_id) for env_id, _ in usable}))
-    notes.append(f"tiny-ar plays the families with a tiny ReAct model in the zoo ({', '.join(tiny) or 'none here'}); "
-                 f"smollm2 plays {', '.join(SMOLLM2_FAMILIES)} (short episodes: the minutes it takes elsewhere, docs/benchmarks.md)")
+    notes.append(f"LM agents elsewhere: tiny-ar plays only the families with a tiny ReAct model in the zoo "
+                 f"({', '.join(tiny) or 'none here'}), smollm2 only {', '.join(SMOLLM2_FAMILIES)} (elsewhere it plays "
+                 "to the step limit at seconds a turn: docs/benchmarks.md)")
     envs = []
     for env_id, found in usable:
         family = family_of(env_id)
