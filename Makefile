@@ -53,7 +53,7 @@ browser: system-tools
 test: install system-tools
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
-# The main job: minutes on 2 cores (docs/benchmarks.md has the table and its timings). The
+# The main job: minutes on 2 cores (docs/benchmarks.md; its tables: docs/results/main-job.md). The
 # performance section is its own target: it times the library (about 2 minutes more), and its
 # ratios mean something only on idle cores.
 bench: install
