@@ -51,7 +51,8 @@ lm = {"few_shot": 0, "batch_size": 8, "backend_kwargs": {"threads": 1}}
 # --- 1. the teacher's rollouts on training seeds ---
 rollouts = out / "teacher_rollouts.jsonl"
 counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **lm),
-                         range(1_000_000, 1_000_000 + args.teacher_episodes), rollouts, slots=8)
+                         range(1_000_000, 1_000_000 + args.teacher_episodes), rollouts, slots=8,
+                         env_kwargs={"split": "train"})
 print(f"teacher: {counts} ({time.time() - started:.0f} s)")
 
 # --- 2. the student ---

@@ -95,9 +95,11 @@ data_files = [out / f"expert-{i + 1}.jsonl" for i in range(len(task.variants))]
 if "data" in stages:
     for i, (variant, path) in enumerate(zip(task.variants, data_files)):  # resumable: seeds written are skipped
         first = TRAIN_SEEDS_FROM + (i + 1) * 100_000
-        record_rollouts(task.env_id, ExpertAgent(), range(first, first + args.problems), path, env_kwargs=variant)
+        record_rollouts(task.env_id, ExpertAgent(), range(first, first + args.problems), path,
+                        env_kwargs={"split": "train", **variant})
     first = TRAIN_SEEDS_FROM + 900_000
-    record_rollouts(task.env_id, ExpertAgent(), range(first, first + args.sft_problems), out / "sft.jsonl")
+    record_rollouts(task.env_id, ExpertAgent(), range(first, first + args.sft_problems), out / "sft.jsonl",
+                    env_kwargs={"split": "train"})
     print(f"data: expert rollouts in {out}")
 
 # --- 2. the tiny backbone -------------------------------------------------------------------

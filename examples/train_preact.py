@@ -76,7 +76,7 @@ if "data" in args.stages:
     shares = [args.episodes // 4, 3 * args.episodes // 8, args.episodes - args.episodes // 4 - 3 * args.episodes // 8]
     for env_id, count in zip(DIFFICULTIES, shares):
         counts = record_rollouts(env_id, make_agent("teacher"), [TRAIN_SEEDS_FROM + k for k in range(count)],
-                                 teacher_file, won_only=True)
+                                 teacher_file, won_only=True, env_kwargs={"split": "train"})
         print(f"teacher on {env_id}: {counts}", flush=True)
 
 if "tokenizer" in args.stages and not (tokenizer_dir / "tokenizer.json").exists():

@@ -91,7 +91,7 @@ for text in args.eval_env:  # checked before training; a small finite split is s
 # --- 1. data: the grounded teacher on training seeds ---
 rollouts = out / "teacher_rollouts.jsonl"
 counts = record_rollouts(args.env, make_agent(args.teacher), range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.episodes),
-                         rollouts, won_only=True)
+                         rollouts, won_only=True, env_kwargs={"split": "train"})
 print(f"teacher: {counts} -> {rollouts} ({time.time() - started:.0f} s)")
 
 # --- 2. the autoregressive agent ---

@@ -1,6 +1,7 @@
 """The `lmgym` command (also `python -m lmgym`).
 
     lmgym list                                  ids with one-line descriptions
+    lmgym panels [NAME ...] [--ids]             named evaluation panels with their hashes
     lmgym play ID [--seed S]                    play an env in the terminal
     lmgym rollout ID --agent expert --episodes N --out FILE
     lmgym bench [SUITE|SPEC] ...                benchmark runner (lmgym.benchmarks)
@@ -93,6 +94,25 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- panels --------------------------------------------------------------------------------
+def cmd_panels(args: argparse.Namespace) -> int:
+    """One line per named panel: name, hash, env id, split, size; with ``--ids`` its task ids."""
+    from lmgym.benchmarks.panels import PANELS, named_panel
+
+    for name in args.names or PANELS:
+        spec = named_panel(name)
+        where = f"{spec.env_id} split={spec.split} n={spec.n} {'tasks' if spec.sweep else 'seeds'} 0..{spec.n - 1}"
+        reason = spec.unavailable()
+        if reason:
+            print(f"{name:<22} {'(not here: ' + reason + ')':<64}  {where}")
+            continue
+        panel = spec.build()
+        print(f"{name:<22} {panel.hash}  {where}", flush=True)
+        if args.ids:
+            print("\n".join(f"  {task}" for task in panel.task_ids))
+    return 0
+
+
 # -- play ----------------------------------------------------------------------------------
 def cmd_play(args: argparse.Namespace) -> int:
     from lmgym.play import make_env, play
@@ -179,6 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("list", help="list environment ids").set_defaults(func=cmd_list)
+
+    panels = sub.add_parser("panels", help="list the named evaluation panels with the hashes of their tasks")
+    panels.add_argument("names", nargs="*", help="panels to list (default: all)")
+    panels.add_argument("--ids", action="store_true", help="also print each panel's task ids, in order")
+    panels.set_defaults(func=cmd_panels)
 
     play = sub.add_parser("play", help="play an environment in the terminal (:help inside lists its commands)")
     play.add_argument("env_id")

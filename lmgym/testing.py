@@ -38,15 +38,21 @@ def check_info_contract(info: dict[str, Any]) -> None:
     assert actions == sorted(actions), "admissible_actions must be sorted"
     assert isinstance(info["action_valid"], bool) and isinstance(info["won"], bool)
     assert isinstance(info["task"], str)
+    task_id = info["task_id"]
+    assert isinstance(task_id, str) and len(task_id) == 64 and set(task_id) <= set("0123456789abcdef"), \
+        f"task_id must be 64 lowercase hex digits (a sha256), got {task_id!r}"
     if "expert_action" in info:
         assert isinstance(info["expert_action"], str)
 
 
 def check_env_api(env_id: str) -> None:
-    """Gymnasium's own checker on the unwrapped env, with every warning an error."""
+    """Gymnasium's own checker on the unwrapped env, with every warning an error, made with
+    ``split="test"``: what evaluation passes by default, so every id must accept it (the
+    other checks play the id as made without a split)."""
     from gymnasium.utils.env_checker import check_env
 
-    env = gym.make(env_id)
+    env = gym.make(env_id, split="test")
+    assert env.unwrapped.task_split == "test", f"{env_id}: split='test' reports {env.unwrapped.task_split!r}"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_env(env.unwrapped, skip_render_check=True)
@@ -133,13 +139,15 @@ def check_seeds_differ(env_id: str, seeds: Sequence[int] = (0, 1, 2, 3, 4), step
 
 
 def check_junk_actions(env_id: str, actions: Sequence[str] = JUNK_ACTIONS, seed: int = 0) -> None:
-    """Junk never raises; the env answers with feedback and the contract's info keys."""
+    """Junk never raises; the env answers with feedback and the contract's info keys, and
+    ``task_id`` stays the episode's (every reset here replays the same seed)."""
     env = gym.make(env_id)
-    env.reset(seed=seed)
+    task_id = env.reset(seed=seed)[1]["task_id"]
     for action in actions:
         observation, reward, terminated, truncated, info = env.step(action)
         assert isinstance(observation, str), f"{env_id}: non-str observation for {action[:40]!r}"
         check_info_contract(info)
+        assert info["task_id"] == task_id, f"{env_id}: task_id changed within an episode (after {action[:40]!r})"
         if terminated or truncated:
             env.reset(seed=seed)
     env.close()

@@ -46,8 +46,9 @@ def family_demonstrations(prompt: ReActPrompt, count: int) -> tuple[Demonstratio
 @functools.lru_cache(maxsize=None)
 def play_demonstrations(source: DemonstrationSource, count: int) -> tuple[Demonstration, ...]:
     """The first `count` episodes that `source.agent` wins within ``source.max_steps`` steps on
-    seeds ``source.seeds_from, source.seeds_from + 1, ...`` (short ones keep prompts short)."""
-    env = gym.make(source.env)
+    seeds ``source.seeds_from, source.seeds_from + 1, ...`` of the env's train split (short ones
+    keep prompts short)."""
+    env = gym.make(source.env, split="train")  # demonstrations are training data (docs/panels.md)
     agent = make_agent(source.agent)
     demonstrations: list[Demonstration] = []
     try:

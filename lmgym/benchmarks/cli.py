@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-transcripts", action="store_true",
                         help="skip transcripts.jsonl (each episode's steps, for `lmgym view`)")
     parser.add_argument("--full-perf", action="store_true", help="perf: longer measurements (quick by default)")
+    parser.add_argument("--allow-contaminated", action="store_true",
+                        help="evaluate checkpoints on panels holding tasks they trained on (rows marked contaminated)")
 
 
 def _spec_env(spec: BenchmarkSpec, text: str) -> EnvSpec:
@@ -88,6 +90,8 @@ def _override(spec: BenchmarkSpec, args: argparse.Namespace) -> BenchmarkSpec:
     for field in ("episodes", "base_seed", "max_steps"):
         if getattr(args, field) is not None:
             changes[field] = getattr(args, field)
+    if args.allow_contaminated:
+        changes["allow_contaminated"] = True
     if changes.get("episodes") is not None:
         changes["envs"] = tuple(dataclasses.replace(e, episodes=None, sweep=False)
                                 for e in changes.get("envs", spec.envs))

@@ -45,6 +45,7 @@ def summarize(spec: BenchmarkSpec, rows: list[Row]) -> dict[str, Any]:
             steps = sum(r["steps"] for r in group)
             cells.append({
                 "env": env.name, "agent": agent.name, "episodes": n,
+                **{key: next((r.get(key) for r in rows_here), None) for key in ("panel", "contaminated")},
                 "expected_episodes": spec.episodes_in(env), "wins": wins,
                 "success_rate": wins / n if n else None, "success_ci95": [low, high],
                 "mean_return": _mean([r["return"] for r in group]),

@@ -4,8 +4,10 @@ writes (`lmgym.benchmarks.backends`) and the report and the viewer read.
 A row names its job (`Job`: env k, agent k, episode k of the spec; ``key`` ``env|agent|k``,
 what resume compares), where the episode ran (``seed``, ``task_index``), the episode's outcome
 computed from its rollout alone (`episode_columns`), ``seconds``, ``error`` (None, or what the
-env or agent raised: then the outcome is an empty episode's, `job_row`) and ``transcript``
-(the run-folder file that holds its rollout, set by the runner). Rows are a function of the
+env or agent raised: then the outcome is an empty episode's, `job_row`), ``transcript``
+(the run-folder file that holds its rollout), ``panel`` (the hash of its env's panel,
+`lmgym.benchmarks.panels`) and ``contaminated`` (its agent's checkpoint trained on a task of that
+panel: True, False, or None when unknown), the last three set by the runner. Rows are a function of the
 spec: re-running gives identical rows apart from ``seconds``.
 """
 
@@ -51,6 +53,7 @@ Row = TypedDict("Row", {
     "prompt_tokens": int, "completion_tokens": int, "format_errors": int,
     "score": "float | None", "em": "float | None", "f1": "float | None", "cover_em": "float | None",
     "seconds": float, "error": "str | None", "transcript": "str | None",
+    "panel": "str | None", "contaminated": "bool | None",
 })
 
 #: The key under which an executor returns a row's rollout (`Episode.to_dict()`) beside it; the
@@ -87,10 +90,11 @@ def episode_columns(rollout: dict[str, Any]) -> dict[str, Any]:
 
 def make_row(*, key: str, env: str, env_id: str, agent: str, episode: int, seed: int | None,
              task_index: int | None, rollout: dict[str, Any] | None, seconds: float, error: str | None = None,
-             transcript: str | None = None) -> Row:
+             transcript: str | None = None, panel: str | None = None, contaminated: bool | None = None) -> Row:
     """A row of every column; the outcome from `rollout` (an empty episode's when None)."""
     return Row(key=key, env=env, env_id=env_id, agent=agent, episode=episode, seed=seed, task_index=task_index,
-               **episode_columns(rollout or {}), seconds=round(seconds, 6), error=error, transcript=transcript)
+               **episode_columns(rollout or {}), seconds=round(seconds, 6), error=error, transcript=transcript,
+               panel=panel, contaminated=contaminated)
 
 
 def job_row(spec: BenchmarkSpec, job: Job, rollout: dict[str, Any] | None, seconds: float,

@@ -21,7 +21,8 @@ losses). Resuming says how much was done, and that the folder was written by oth
 the version or commit differ; a complete folder only gets its summary rewritten.
 
 Rows are a function of the spec (seed ``base_seed + k``): re-running gives identical rows
-apart from ``seconds``, whatever the backend.
+apart from ``seconds``, whatever the backend. Every row names its env's panel (``panel``: the
+hash of its task ids, also in spec.json) and ``contaminated`` (`BenchmarkSpec.row_marks`).
 """
 
 from __future__ import annotations
@@ -93,10 +94,12 @@ def code_version() -> dict[str, Any]:
 def _differences(existing: dict[str, Any], requested: dict[str, Any]) -> str:
     """``"episodes: 4 in the folder, 5 requested; ..."`` for the spec fields that differ."""
     parts = []
-    for key in sorted(set(existing) | set(requested)):
-        if existing.get(key) != requested.get(key):
-            here, wanted = (json.dumps(v, sort_keys=True)[:120] for v in (existing.get(key), requested.get(key)))
-            parts.append(f"{key}: {here} in the folder, {wanted} requested")
+    differing = [key for key in sorted(set(existing) | set(requested)) if existing.get(key) != requested.get(key)]
+    for key in differing:
+        if key == "panels" and len(differing) > 1:  # follows from the other fields; alone it means the tasks changed
+            continue
+        here, wanted = (json.dumps(v, sort_keys=True)[:120] for v in (existing.get(key), requested.get(key)))
+        parts.append(f"{key}: {here} in the folder, {wanted} requested")
     return "; ".join(parts)
 
 
@@ -117,9 +120,11 @@ def _folder_spec(spec: BenchmarkSpec, out: Path) -> dict[str, Any] | None:
 
 def check_spec(spec: BenchmarkSpec, out: str | Path) -> None:
     """Fail before any work on input that cannot run: an unknown env id or agent name (KeyError,
-    ImportError, AttributeError naming it) or a folder holding another spec (SpecMismatchError)."""
+    ImportError, AttributeError naming it), a folder holding another spec (SpecMismatchError) or
+    a checkpoint evaluated on tasks it trained on (InputError, unless ``allow_contaminated``)."""
     _check_names(spec)
     _folder_spec(spec, Path(out))
+    spec.contamination  # noqa: B018  computed now: a contaminated cell is refused before any episode
 
 
 def _claim_folder(spec: BenchmarkSpec, out: Path) -> dict[str, Any] | None:
@@ -198,6 +203,7 @@ def run_benchmark(
                     rollout = row.pop(ROLLOUT_FIELD, None)
                     if row["key"] in done:  # a retried job that had in fact finished
                         continue
+                    row.update(spec.row_marks(row["env"], row["agent"]))
                     row["transcript"] = None
                     if transcripts and rollout is not None:
                         append_jsonl(out / TRANSCRIPTS_FILE, {**rollout, "key": row["key"]})

@@ -5,6 +5,13 @@ on the same tasks (paired). With ``sweep=True`` an env's episode ``k`` also pass
 ``options={"task_index": k}``, so a finite split (ALFWorld valid_seen, HotPotQA dev) is played
 exactly once in its own order.
 
+Evaluation plays held-out tasks: an lmgym env whose kwargs name no ``split`` is made with
+``split="test"`` (`EnvSpec.make_kwargs`). Each env's panel (`lmgym.benchmarks.panels`: its
+task ids and their hash) is computed once per spec and written into spec.json (`to_json`); an
+entry ``{panel: NAME}`` plays a named panel (`lmgym panels` lists them). A cell whose agent
+loads a checkpoint trained on a task of the env's panel is refused unless
+``allow_contaminated: true`` (`BenchmarkSpec.contamination`).
+
 A spec is plain data: it round-trips through a dict, JSON, YAML and TOML::
 
     id: my-bench
@@ -14,6 +21,7 @@ A spec is plain data: it round-trips through a dict, JSON, YAML and TOML::
     envs:
       - id: lmgym/KeyDoor-v0
       - {id: lmgym/KeyDoor-v0, kwargs: {size: 3}, label: keydoor-3x3}
+      - {panel: keydoor-dev-100}
     agents:
       - random
       - {name: trained, kind: ppo, kwargs: {path: runs/ppo/model.zip}}
@@ -21,13 +29,17 @@ A spec is plain data: it round-trips through a dict, JSON, YAML and TOML::
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from lmgym.benchmarks.panels import EVAL_SPLIT, Panel, check_contamination, named_panel, panel_of
+from lmgym.envs.registry import ENVS
 
 
 @dataclass(frozen=True)
@@ -43,9 +55,28 @@ class EnvSpec:
     #: Names of the spec's agents that play this env (all when empty), e.g. no expert where
     #: the env gives no expert_action.
     agents: tuple[str, ...] = ()
+    #: The named panel (`lmgym.benchmarks.panels.PANELS`) this entry was made from (`from_panel`).
+    panel: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", tuple(self.agents))  # YAML/JSON give lists
+
+    @classmethod
+    def from_panel(cls, panel: str, *, kwargs: dict[str, Any] | None = None, label: str = "",
+                   agents: tuple[str, ...] = ()) -> "EnvSpec":
+        """The entry that plays the named `panel` (its id, split, episodes and sweep; `kwargs`
+        add env arguments, e.g. an observation mode)."""
+        named = named_panel(panel)
+        return cls(named.env_id, {**named.env_kwargs, **(kwargs or {})}, sweep=named.sweep, label=label or panel,
+                   episodes=named.n, agents=agents, panel=panel)
+
+    @property
+    def make_kwargs(self) -> dict[str, Any]:
+        """The kwargs the env is made with: `kwargs`, with ``split="test"`` for an lmgym id that
+        names none (evaluation plays held-out tasks; ``split: all`` plays an id as it was before splits)."""
+        if self.id in ENVS and "split" not in self.kwargs:
+            return {"split": EVAL_SPLIT, **self.kwargs}
+        return dict(self.kwargs)
 
     @property
     def name(self) -> str:
@@ -80,6 +111,9 @@ class BenchmarkSpec:
     max_steps: int | None = None
     #: Why registered envs were left out (missing data or modules); shown in the summary.
     notes: tuple[str, ...] = ()
+    #: Run cells whose agent's checkpoint trained on a task of the env's panel (rows marked
+    #: ``contaminated: true``) instead of refusing them.
+    allow_contaminated: bool = False
 
     def __post_init__(self) -> None:
         if self.episodes < 1:
@@ -102,32 +136,72 @@ class BenchmarkSpec:
     def plays(self, env: EnvSpec, agent: AgentSpec) -> bool:
         return not env.agents or agent.name in env.agents
 
+    @functools.cached_property
+    def panels(self) -> dict[str, Panel | str]:
+        """Each env's panel (by env name), or why it could not be computed: an env that fails to
+        be made or reset keeps its place and its episodes report the error as rows do."""
+        panels: dict[str, Panel | str] = {}
+        for env in self.envs:
+            n = self.episodes_in(env)
+            seeds = [self.seed(k) for k in range(n)]
+            try:
+                panel = panel_of(env.id, env.make_kwargs, seeds, range(n) if env.sweep else None)
+            except Exception as error:  # noqa: BLE001  recorded in spec.json; the rows carry it too
+                panels[env.name] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                continue
+            if env.panel:  # the name only where the entry still plays that panel (no --episodes cut)
+                named = named_panel(env.panel)
+                same = (panel.env_id, panel.split, list(panel.seeds), panel.task_indices) == (
+                    named.env_id, named.split, list(range(named.n)), tuple(range(named.n)) if named.sweep else None)
+                panel = replace(panel, name=env.panel if same else "")
+            panels[env.name] = panel
+        return panels
+
+    @functools.cached_property
+    def contamination(self) -> dict[tuple[str, str], bool | None]:
+        """(env name, agent name) -> True when the agent's checkpoint trained on a task of the
+        env's panel, False when not, None when unknown; raises `lmgym.errors.InputError` (one line)
+        on a contaminated cell unless `allow_contaminated`."""
+        return check_contamination(self)
+
+    def row_marks(self, env_name: str, agent_name: str) -> dict[str, Any]:
+        """What every row and summary cell of (env, agent) records about its panel."""
+        panel = self.panels[env_name]
+        return {"panel": panel.hash if isinstance(panel, Panel) else None,
+                "contaminated": self.contamination[env_name, agent_name]}
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "BenchmarkSpec":
-        """A spec from plain data (a run folder's spec.json too: its ``written_by`` is ignored)."""
+        """A spec from plain data (a run folder's spec.json too: its ``written_by`` and ``panels``
+        are ignored). An env entry ``{panel: NAME}`` plays a named panel (`EnvSpec.from_panel`)."""
         if not isinstance(data, dict):
             raise ValueError(f"a spec must be a mapping of keys (id, envs, agents, episodes, ...), got {type(data).__name__}")
-        data = {k: v for k, v in data.items() if k != "written_by"}
-        unknown = set(data) - {"id", "envs", "agents", "episodes", "base_seed", "max_steps", "notes"}
+        data = {k: v for k, v in data.items() if k not in ("written_by", "panels")}
+        unknown = set(data) - {"id", "envs", "agents", "episodes", "base_seed", "max_steps", "notes",
+                               "allow_contaminated"}
         if unknown:
             raise ValueError(f"unknown spec keys {sorted(unknown)}")
         missing = [k for k in ("envs", "agents", "episodes") if k not in data]
         if missing:
             raise ValueError(f"the spec lacks {missing}")
         try:
-            envs = tuple(EnvSpec(id=e) if isinstance(e, str) else EnvSpec(**e) for e in data["envs"])
+            envs = tuple(EnvSpec(id=e) if isinstance(e, str) else EnvSpec.from_panel(**e) if "panel" in e and "id" not in e
+                         else EnvSpec(**e) for e in data["envs"])
             agents = tuple(AgentSpec(name=a) if isinstance(a, str) else AgentSpec(**a) for a in data["agents"])
         except TypeError as error:  # an unknown or missing field of an env or agent entry
             raise ValueError(f"bad env or agent entry in the spec: {error}") from None
         return cls(id=str(data.get("id", "bench")), envs=envs, agents=agents, episodes=int(data["episodes"]),
                    base_seed=int(data.get("base_seed", 0)), max_steps=data.get("max_steps"),
-                   notes=tuple(data.get("notes", ())))
+                   notes=tuple(data.get("notes", ())), allow_contaminated=bool(data.get("allow_contaminated", False)))
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        """What spec.json holds: the spec and, under ``panels``, each env's panel record (or
+        ``{"error": ...}``), so a folder names the tasks its rows played."""
+        panels = {name: p.record() if isinstance(p, Panel) else {"error": p} for name, p in self.panels.items()}
+        return json.dumps({**self.to_dict(), "panels": panels}, indent=2, sort_keys=True)
 
 
 def load_spec(path: str | Path) -> BenchmarkSpec:

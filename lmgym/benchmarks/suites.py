@@ -10,7 +10,7 @@
   and SmolLM2-135M-Instruct (``lm(model=smollm2)``, the default engine) in `SMOLLM2_FAMILIES`.
   Episodes per env: `DEFAULT_EPISODES`, fewer where an episode is costly (`EPISODES_BY_FAMILY`).
 * ``full``: every data-backed id swept over its whole evaluation split, one episode per task
-  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev); an id without a task
+  (ALFWorld valid_seen and valid_unseen, WebShop test, HotPotQA dev and test); an id without a task
   list (PromptEdit) plays ``DEFAULT_EPISODES`` seeded episodes.
 
 Ids whose ``requires_data`` folder is missing under ``LMGYM_DATA`` or whose ``requires_modules``
@@ -196,7 +196,7 @@ def full_suite() -> BenchmarkSpec:
             notes.append(reason)
             continue
         for kwargs in _split_variants(env_id):
-            found = probe(env_id, kwargs)
+            found = probe(env_id, EnvSpec(env_id, kwargs).make_kwargs)  # what the runner will make
             if found.error or not found.num_tasks:  # nothing to sweep: seeded episodes (an error shows in them)
                 envs.append(_env(env_id, found, kwargs=kwargs, episodes=DEFAULT_EPISODES))
             else:

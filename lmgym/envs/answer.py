@@ -3,7 +3,7 @@
 The base of the envs where the whole task is in the first observation and the agent's job is
 one answer (the reasoning benchmarks of multi-agent papers: maths word problems, reading
 comprehension). A family writes `_new_problem` (the problem drawn from ``np_random`` or picked by
-``task_index``) and `_score` (its official metric); the base parses the action, ends the episode
+``task_index``, with its ``task_id``) and `_score` (its official metric); the base parses the action, ends the episode
 and fills the info dict, so every such family behaves the same at the edges.
 """
 
@@ -30,6 +30,7 @@ class Problem:
     answer: str
     reasoning: str  # the worked solution (derivable from the observation alone)
     extra: dict[str, Any] = field(default_factory=dict)  # family-specific info keys
+    task_id: str = ""  # sha256 of the task's content (`lmgym.envs.splits.task_id`); set by the family
 
 
 def parse_finish(action: str) -> str | None:
@@ -50,6 +51,7 @@ class AnswerEnv(TextEnv):
 
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.problem = self._new_problem(options)
+        self.task_id = self.problem.task_id
         self.answer: str | None = None
         self._last = self.problem.observation
         return self._last, self._info(True)

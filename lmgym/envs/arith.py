@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lmgym.envs.answer import AnswerEnv, Problem
+from lmgym.envs.splits import ALL, check_split, draw_in_split, task_id
 
 NAMES = ("Ada", "Ben", "Cleo", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lena", "Mia", "Noor",
          "Omar", "Pia", "Raj", "Sam", "Tess", "Uma")
@@ -109,15 +110,22 @@ class ArithEnv(AnswerEnv):
     ## Starting State
     Name, item, starting count and events drawn from ``np_random``.
 
+    ## Splits
+    ``split="train" | "dev" | "test"``: problems whose task id (the sha256 of the question text
+    and its answer) falls in that split under `lmgym.envs.splits.hash_split` (80% / 10% / 10%),
+    drawn from the seed's stream until one does; no problem is in two splits. ``"all"``
+    (default): every problem, the first draw (v0 as released).
+
     ## Episode End
     Terminated by ``finish[...]``; truncated by the registered limit (3 steps: one answer and
     two malformed tries).
 
     ## Arguments
-    ``num_steps``: events per problem, 1-12 (default 3).
+    ``num_steps``: events per problem, 1-12 (default 3); ``split`` (default ``"all"``).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` and ``info["task_id"]`` added later without a new version:
+      made without ``split`` every seed plays the problem it always played.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -128,17 +136,22 @@ class ArithEnv(AnswerEnv):
     1.0
     """
 
-    def __init__(self, num_steps: int = 3, render_mode: str | None = None):
+    def __init__(self, num_steps: int = 3, split: str = ALL, render_mode: str | None = None):
         if not isinstance(num_steps, int) or not 1 <= num_steps <= MAX_STEPS:
             raise ValueError(f"num_steps must be an integer in [1, {MAX_STEPS}], got {num_steps!r}")
         super().__init__(render_mode=render_mode, max_observation_length=4_000)
         self.num_steps = num_steps
+        self.task_split = check_split(split)
 
     def _new_problem(self, options: dict[str, Any]) -> Problem:
+        return draw_in_split(self._draw_problem, self.task_split)[0]
+
+    def _draw_problem(self) -> tuple[Problem, str]:
         text, equations, answer = generate_problem(self.np_random, self.num_steps)
         problem_id = "arith-" + "".join(f"{int(x):x}" for x in self.np_random.integers(0, 16, size=12))
+        identity = task_id({"family": "Arith", "question": text, "answer": str(answer)})
         return Problem(problem_id, f"Question: {text}", text, str(answer), worked_solution(equations, answer),
-                       {"num_steps": self.num_steps})
+                       {"num_steps": self.num_steps}, task_id=identity), identity
 
     def _score(self, answer: str, gold: str) -> dict[str, float]:
         given = normalize_number(answer)

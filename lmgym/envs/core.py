@@ -8,6 +8,8 @@ info dict and renders, so every family behaves the same at the edges.
 Info keys present after every `reset` and `step` (`INFO_KEYS`):
 
 * ``task`` (str): the goal text.
+* ``task_id`` (str): the sha256 of the task's canonical content (`lmgym.envs.splits.task_id`):
+  equal for equal tasks in any process or machine, different otherwise; constant in an episode.
 * ``admissible_actions`` (list[str], sorted): the actions the env can enumerate now; empty
   where it cannot (free-form answers).
 * ``action_valid`` (bool): whether the last action was understood and changed or queried
@@ -16,6 +18,10 @@ Info keys present after every `reset` and `step` (`INFO_KEYS`):
 
 Optional keys: ``expert_action`` (str, where the env knows a solution from the current state),
 ``expert_reasoning`` (str, one line saying why), and family-specific keys.
+
+Every family takes ``split``: ``"train"``, ``"dev"``, ``"test"`` (disjoint task sets, official
+where the data has them, by `lmgym.envs.splits.hash_split` for procedural twins) or the
+family's own names and ``"all"``; `task_split` says which canonical split an env draws from.
 
 Invalid or malformed actions never raise: the env answers with its own feedback and
 ``action_valid=False``. Time limits come from registration (``max_episode_steps``).
@@ -31,7 +37,9 @@ import gymnasium as gym
 from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
-INFO_KEYS = ("task", "admissible_actions", "action_valid", "won")
+from lmgym.envs.splits import ALL
+
+INFO_KEYS = ("task", "task_id", "admissible_actions", "action_valid", "won")
 
 #: Characters `TextSpace.sample` draws from: printable ASCII without the vertical tab/form feed.
 SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " "
@@ -66,7 +74,9 @@ class TextEnv(gym.Env[str, str]):
 
     Subclasses draw all randomness from ``self.np_random`` (seeded by `reset`) and return
     plain (observation, info) from `_reset` and (observation, reward, terminated, info) from
-    `_step`. Truncation is left to the `TimeLimit` wrapper added at registration.
+    `_step`; `_reset` sets ``self.task_id`` (the base puts it in every info) and a family sets
+    `task_split` (train, dev, test or all) when it is made. Truncation is left to the
+    `TimeLimit` wrapper added at registration.
 
     The number of distinct tasks is `num_tasks` (None when unlimited); ``reset(options=
     {"task_index": i})`` selects task ``i`` (an integer in ``[0, task_index_range)``) in the
@@ -76,6 +86,8 @@ class TextEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    #: The canonical split this env draws its tasks from (`lmgym.envs.splits`): what a panel records.
+    task_split: str = ALL
     #: Longest action accepted as-is; longer input is cut (and the env decides if it is valid).
     max_action_length = 10_000
 
@@ -116,7 +128,10 @@ class TextEnv(gym.Env[str, str]):
         options = dict(options or {})
         if "task_index" in options:
             self._check_task_index(options["task_index"])
+        self.task_id = ""
         observation, info = self._reset(options)
+        if not self.task_id:
+            raise KeyError(f"{type(self).__name__}._reset set no task_id")
         self._has_reset = True
         info.setdefault("action_valid", True)
         return self._emit(observation), self._complete_info(info)
@@ -145,8 +160,8 @@ class TextEnv(gym.Env[str, str]):
             print(observation)
         return observation
 
-    @staticmethod
-    def _complete_info(info: dict[str, Any]) -> dict[str, Any]:
+    def _complete_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        info["task_id"] = self.task_id
         missing = [k for k in ("task", "action_valid") if k not in info]
         if missing:
             raise KeyError(f"env info lacks contract keys {missing}")
@@ -162,6 +177,12 @@ class TextEnv(gym.Env[str, str]):
             raise ValueError(f"task_index must be an integer, got {value!r}")
         if not 0 <= value < limit:
             raise ValueError(f"task_index {value} is out of range: {name} has tasks 0..{limit - 1}")
+
+    def task_id_for(self, seed: int | None, options: dict[str, Any] | None = None) -> str:
+        """The task id ``reset(seed=seed, options=options)`` plays: what a panel records
+        (`lmgym.benchmarks.panels.panel_of`). This resets; a family whose task is known without
+        starting an episode (PromptEdit judges a batch on reset) answers directly."""
+        return self.reset(seed=seed, options=options)[1]["task_id"]
 
     def choose_task_index(self, options: dict[str, Any]) -> int:
         """The task for this episode: ``options["task_index"]`` if given (checked by `reset`),

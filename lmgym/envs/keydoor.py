@@ -10,6 +10,7 @@ from collections import deque
 from typing import Any
 
 from lmgym.envs.core import TextEnv
+from lmgym.envs.splits import ALL, check_split, draw_in_split, task_id
 from lmgym.react import DemonstrationSource, ReActPrompt
 
 ROOM_NAMES = ("attic", "cellar", "hall", "kitchen", "library", "pantry", "porch", "study", "workshop")
@@ -65,16 +66,25 @@ class KeyDoorEnv(TextEnv):
     Room names, the key's and door's rooms, the start room and distractor items are drawn from
     ``np_random``; the key is never in the door's room when ``size > 1``.
 
+    ## Splits
+    ``split="train" | "dev" | "test"``: houses whose task id (the sha256 of the layout: rooms,
+    door, start, key and items) falls in that split under `lmgym.envs.splits.hash_split` (80% /
+    10% / 10% of the task space), drawn from the seed's stream until one does; the three never
+    share a house. ``"all"`` (default): every house, the first draw (v0 as released).
+
     ## Episode End
     Terminated when the agent enters the vault. Truncated by the registered time limit
     (30 steps for ``KeyDoor-v0``).
 
     ## Arguments
-    ``size`` (rooms per side, default 2), ``num_distractors`` (extra items, default 0).
+    ``size`` (rooms per side, default 2), ``num_distractors`` (extra items, default 0),
+    ``split`` (default ``"all"``).
 
     ## Version History
     * v0: initial release; items read "an iron key", "an apple" (was "a iron key") since the
-      article fix, the one change to observations in v0.
+      article fix, the one change to observations in v0. ``split`` and ``info["task_id"]``
+      added later without a new version: made without ``split`` (``"all"``) every seed plays
+      the house it always played.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -83,8 +93,9 @@ class KeyDoorEnv(TextEnv):
     >>> obs, reward, terminated, truncated, info = env.step(info["expert_action"])
     """
 
-    def __init__(self, size: int = 2, num_distractors: int = 0, render_mode: str | None = None):
+    def __init__(self, size: int = 2, num_distractors: int = 0, split: str = ALL, render_mode: str | None = None):
         super().__init__(render_mode=render_mode, max_observation_length=2_000)
+        self.task_split = check_split(split)
         if not 1 <= size <= 3:
             raise ValueError(f"size must be 1, 2 or 3, got {size}")
         if not 0 <= num_distractors <= len(DISTRACTORS):
@@ -98,20 +109,31 @@ class KeyDoorEnv(TextEnv):
         return 2 + len(DIRECTIONS) + 1 + self.num_distractors + 2
 
     # -- task generation ---------------------------------------------------------------
-    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    def _draw_task(self) -> tuple[dict[str, Any], str]:
+        """One house drawn from ``np_random`` and its task id (the layout's canonical content)."""
         rng = self.np_random
         cells = [(r, c) for r in range(self.size) for c in range(self.size)]
         names = rng.permutation(ROOM_NAMES)[: len(cells)]
-        self.rooms = {cell: str(name) for cell, name in zip(cells, names)}
+        rooms = {cell: str(name) for cell, name in zip(cells, names)}
         order = rng.permutation(len(cells))
-        self.door_room = cells[order[0]]
+        door_room = cells[order[0]]
         key_room = cells[order[1 % len(cells)]]
-        self.position = cells[int(rng.integers(len(cells)))]
-        self.key = str(KEY_NAMES[int(rng.integers(len(KEY_NAMES)))])
-        self.items: dict[tuple[int, int], list[str]] = {cell: [] for cell in cells}
-        self.items[key_room].append(self.key)
+        position = cells[int(rng.integers(len(cells)))]
+        key = str(KEY_NAMES[int(rng.integers(len(KEY_NAMES)))])
+        items: dict[tuple[int, int], list[str]] = {cell: [] for cell in cells}
+        items[key_room].append(key)
         for item in rng.permutation(DISTRACTORS)[: self.num_distractors]:
-            self.items[cells[int(rng.integers(len(cells)))]].append(str(item))
+            items[cells[int(rng.integers(len(cells)))]].append(str(item))
+        layout = {"rooms": rooms, "door_room": door_room, "position": position, "key": key, "items": items}
+        content = {"family": "KeyDoor", "rooms": [[*cell, name] for cell, name in sorted(rooms.items())],
+                   "door": list(door_room), "start": list(position), "key": key,
+                   "items": [[*cell, sorted(found)] for cell, found in sorted(items.items()) if found]}
+        return layout, task_id(content)
+
+    def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        layout, self.task_id = draw_in_split(self._draw_task, self.task_split)
+        self.rooms, self.door_room, self.position = layout["rooms"], layout["door_room"], layout["position"]
+        self.key, self.items = layout["key"], layout["items"]
         self.inventory: list[str] = []
         self.unlocked = False
         self.won = False

@@ -136,12 +136,13 @@ def _register_all() -> None:
     register_env(EnvEntry(
         "lmgym/HotPotQA-v0", "lmgym.envs.hotpotqa.env:HotPotQAEnv",
         "Answer a real HotPotQA question by searching its 10 paragraphs (distractor setting)",
-        max_episode_steps=7, requires_data="hotpotqa", requires_modules=search_modules,
+        max_episode_steps=7, requires_data="hotpotqa", requires_modules=search_modules, eval_splits=("dev", "test"),
     ))
     register_env(EnvEntry(
         "lmgym/HotPotQA-AllPages-v0", "lmgym.envs.hotpotqa.env:HotPotQAEnv",
         "HotPotQA search over every paragraph of the 588 questions (5,716 pages)",
         max_episode_steps=7, kwargs={"corpus": "all"}, requires_data="hotpotqa", requires_modules=search_modules,
+        eval_splits=("dev", "test"),
     ))
     for variant, difficulty in (("", "medium"), ("-Easy", "easy"), ("-Hard", "hard")):
         register_env(EnvEntry(
@@ -160,7 +161,7 @@ def _register_all() -> None:
     register_env(EnvEntry(
         "lmgym/HotPotQA-Distractor-v0", "lmgym.envs.hotpotqa.reading:HotPotQADistractorEnv",
         "Answer a real HotPotQA question from its 10 paragraphs in one finish[] (official distractor setting)",
-        max_episode_steps=3, requires_data="hotpotqa",
+        max_episode_steps=3, requires_data="hotpotqa", eval_splits=("dev", "test"),
     ))
     register_env(EnvEntry(
         "lmgym/HotPotQA-Distractor-Gen-v0", "lmgym.envs.hotpotqa.reading:HotPotQADistractorGenEnv",

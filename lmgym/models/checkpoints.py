@@ -6,7 +6,8 @@ Layout (``save_checkpoint``)::
       config.json, model.safetensors      the model (save_pretrained, safetensors)
       tokenizer.json, tokenizer_config.json ...
       lmgym.json                          kind ("ar" or "mdlm"), mask id, step, train config,
-                                          base model folder when the weights are a LoRA adapter
+                                          base model folder when the weights are a LoRA adapter,
+                                          train_panels: the panels its training data came from
       adapter_config.json, adapter_model.safetensors   (LoRA runs, instead of model.safetensors)
       optimizer.pt                        optimizer state (only when resuming is wanted)
 
@@ -32,6 +33,11 @@ from lmgym.models.tokenizer import load_tokenizer
 
 META_FILE = "lmgym.json"
 OPTIMIZER_FILE = "optimizer.pt"
+#: Meta key: the panels the training data came from, a list of ``{env_id, env_kwargs, split,
+#: n, seeds, task_ids, hash}`` (`lmgym.training.transcripts.train_panels` builds it from the
+#: training rollouts). The benchmark runner refuses to evaluate the model on a panel sharing a
+#: task id with them (`lmgym.benchmarks.panels`); absent: unknown.
+TRAIN_PANELS = "train_panels"
 
 
 def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
@@ -84,11 +90,15 @@ def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optim
 
 
 def install_checkpoint(source: str | os.PathLike, name: str, *, half: bool = True, meta: dict[str, Any] | None = None,
-                       command: str | None = None, data: str = "") -> Path:
+                       command: str | None = None, data: str = "",
+                       train_panels: list[dict[str, Any]] | None = None) -> Path:
     """Install a trained checkpoint in the zoo under `name` (`lmgym.models.zoo.install`): weights
     in half precision (``half``), no optimizer state, and a meta cleaned of this run's local paths
-    (data files, output and init folders) plus `meta`'s entries. The manifest records `command`
-    (default: this process's command line) and `data` (what it was trained on)."""
+    (data files, output and init folders) plus `meta`'s entries and `train_panels` (kept from the
+    source's meta when None). The manifest records `command` (default: this process's command
+    line) and `data` (what it was trained on)."""
+    if train_panels is not None:
+        meta = {**(meta or {}), TRAIN_PANELS: train_panels}
     model, tokenizer, old = load_checkpoint(source)
     if (Path(source) / "adapter_config.json").exists():
         raise ValueError(f"{source}: a LoRA adapter depends on its base folder; merge it before installing")

@@ -246,7 +246,7 @@ def train(config: PPOConfig) -> dict:
     """Train (or resume), save and evaluate; return the evaluation dict written to ``eval.json``."""
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
-    env_kwargs = json.loads(config.env_kwargs)
+    env_kwargs = {"split": "train", **json.loads(config.env_kwargs)}  # train on the training split
     atomic_write_json(out / "config.json", asdict(config))
     attempt = Attempt(config)  # the step to resume from, metrics.jsonl, the seconds of every attempt
 
@@ -309,7 +309,8 @@ def train(config: PPOConfig) -> dict:
         seeds = [10_000 + config.seed + k for k in range(config.eval_episodes)]
         result["eval_seeds"] = [seeds[0], seeds[-1]]
         for name, agent in (("ppo", PPOAgent(str(out / "model.zip"))), ("random", RandomAgent())):
-            result["success"][name] = evaluate(config.env_id, agent, seeds, env_kwargs, config.max_episode_steps)
+            result["success"][name] = evaluate(config.env_id, agent, seeds, {**env_kwargs, "split": "test"},
+                                               config.max_episode_steps)
     atomic_write_json(out / "eval.json", result)
     plot_learning_curve(loop.rows, out / "learning_curve.png", f"MaskablePPO on {config.env_id}", result["success"])
     atomic_write_text(out / "README.txt", f"MaskablePPO on {config.env_id}: {json.dumps(result['success'])}\n")

@@ -29,13 +29,16 @@ Two layouts:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from transformers import PreTrainedTokenizerBase
 
 from lmgym.agents.demonstrations import demonstration_of, family_demonstrations
 from lmgym.envs.registry import family_of, family_prompt
+from lmgym.envs.splits import panel_hash
 from lmgym.react import (PromptProfile, Turn, advance_window, completion_tokens, format_completion, observation_tokens,
                          render_messages, system_text, transcript_budget)
 from lmgym.rollouts import Episode
@@ -148,3 +151,22 @@ def encode_episode(tokenizer: PreTrainedTokenizerBase, episode: Episode, profile
 def encode_episodes(tokenizer: PreTrainedTokenizerBase, episodes: Iterable[Episode], profile: PromptProfile,
                     layout: str = "ar") -> list[Example]:
     return [example for episode in episodes for example in encode_episode(tokenizer, episode, profile, layout)]
+
+
+def train_panels(episodes: Iterable[Episode]) -> list[dict[str, Any]]:
+    """The panels training `episodes` came from, for a checkpoint's meta
+    (`lmgym.models.checkpoints.TRAIN_PANELS`): one per env id and kwargs, in first-seen order,
+    with the episodes' seeds and task ids (read from their steps' info) and the ids' hash. A
+    rollout recorded before envs reported ``task_id`` is refused (ValueError): its tasks are unknown."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for episode in episodes:
+        found = {json.loads(step.info_json).get("task_id") for step in episode.steps} - {None}
+        if len(found) != 1:
+            raise ValueError(f"episode {episode.env_id} seed {episode.seed} has task ids {sorted(found)} in its "
+                             "steps, not one: re-record it with this lmgym (envs report info['task_id'])")
+        kwargs = json.loads(episode.env_kwargs_json)
+        group = groups.setdefault((episode.env_id, episode.env_kwargs_json), {
+            "env_id": episode.env_id, "env_kwargs": kwargs, "split": kwargs.get("split"), "seeds": [], "task_ids": []})
+        group["seeds"].append(episode.seed)
+        group["task_ids"].append(found.pop())
+    return [{**group, "n": len(group["task_ids"]), "hash": panel_hash(group["task_ids"])} for group in groups.values()]

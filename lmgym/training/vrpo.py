@@ -111,7 +111,7 @@ def sample_rollouts(cfg: VRPOConfig, path: Path) -> list[dict]:
             todo = [s for s in range(cfg.samples) if (env_id, seed, s) not in done]
             if not todo:
                 continue
-            env = gym.make(env_id)
+            env = gym.make(env_id, split="train")  # RL rollouts are training data
             # each sample its own agent stream: seeds drawn from (seed, sample), never the env's
             streams = [int(np.random.SeedSequence([seed, s]).generate_state(1)[0] >> 1) for s in todo]
             for k, episode in run_episodes([env], agent, [seed] * len(todo), env_id=env_id, agent_seeds=streams):

@@ -51,7 +51,7 @@ def test_task_type_filter_and_explicit_game_files(alfworld_games):
     with pytest.raises(ValueError, match="unknown task types"):
         ALFWorldEnv(task_types=["pick_and_juggle"])
     with pytest.raises(ValueError, match="split must be one of"):
-        ALFWorldEnv(split="test")
+        ALFWorldEnv(split="testing")
     with pytest.raises(ValueError, match="engine must be one of"):
         ALFWorldEnv(engine="unity")
 

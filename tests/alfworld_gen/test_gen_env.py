@@ -53,7 +53,7 @@ def test_legacy_put_and_junk_get_feedback():
 
 def test_bad_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="split"):
-        gym.make("lmgym/ALFWorld-Gen-v0", split="valid_seen")
+        gym.make("lmgym/ALFWorld-Gen-v0", split="valid_seen_rooms")
     with pytest.raises(ValueError, match="task_types"):
         gym.make("lmgym/ALFWorld-Gen-v0", task_types=["juggle"])
 

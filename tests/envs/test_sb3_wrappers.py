@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from lmgym.envs.core import TextEnv
+from lmgym.envs.splits import task_id
 from lmgym.envs.sb3_wrappers import (AdmissibleActions, HashTokenizer, TokenEncoder, TokenIds, action_mask,
                                      make_sb3_env)
 
@@ -78,6 +79,7 @@ def test_encoding_pads_truncates_and_fills_action_slots():
 def test_too_many_actions_are_counted():
     class ManyActions(TextEnv):
         def _reset(self, options):
+            self.task_id = task_id("room")
             return "room", {"task": "t", "admissible_actions": [f"a{i}" for i in range(12)]}
 
         def _step(self, action):
@@ -91,6 +93,7 @@ def test_too_many_actions_are_counted():
 def test_env_without_admissible_actions_gets_a_clear_error():
     class FreeForm(TextEnv):
         def _reset(self, options):
+            self.task_id = task_id("answer")
             return "ask me", {"task": "answer"}
 
     with pytest.raises(ValueError, match="declares no max_admissible_actions; pass max_actions"):

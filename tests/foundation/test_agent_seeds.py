@@ -18,6 +18,7 @@ from lmgym.agents import RandomAgent, run_episode
 from lmgym.agents.runner import agent_seed
 from lmgym.data import DataNotFoundError
 from lmgym.envs.core import TextEnv
+from lmgym.envs.splits import task_id
 
 SEEDS = range(2000)
 
@@ -27,6 +28,7 @@ class DrawsATask(TextEnv):
 
     def _reset(self, options):
         self.task_index = int(self.np_random.integers(588))
+        self.task_id = task_id(self.task_index)
         return "question", {"task": str(self.task_index), "admissible_actions": [f"a{i:02d}" for i in range(12)]}
 
     def _step(self, action):

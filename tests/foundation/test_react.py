@@ -66,6 +66,8 @@ def test_evaluation_splits_are_values_of_the_envs_split_argument():
     from lmgym.entrypoints import load_entry_point
 
     with_splits = {env_id: entry.eval_splits for env_id, entry in ENVS.items() if entry.eval_splits}
-    assert with_splits == {"lmgym/WebShop-v0": ("test",), "lmgym/ALFWorld-v0": ("valid_seen", "valid_unseen")}
+    hotpotqa = dict.fromkeys(("lmgym/HotPotQA-v0", "lmgym/HotPotQA-AllPages-v0", "lmgym/HotPotQA-Distractor-v0"),
+                             ("dev", "test"))  # the two files of HotPotQA dev lmgym splits (docs/panels.md)
+    assert with_splits == {"lmgym/WebShop-v0": ("test",), "lmgym/ALFWorld-v0": ("valid_seen", "valid_unseen"), **hotpotqa}
     for env_id in with_splits:
         assert "split" in inspect.signature(load_entry_point(ENVS[env_id].entry_point)).parameters

@@ -117,7 +117,8 @@ def test_splits():
     with pytest.raises(ValueError, match="empty"):
         G.split_range(6, "eval")
     with pytest.raises(ValueError, match="split must be"):
-        G.split_range(6, "dev")
+        G.split_range(6, "validation")
+    assert G.split_range(6910, "dev") == G.split_range(6910, "eval")  # lmgym's name for eval
 
 
 def test_official_catalogue_goal_counts():

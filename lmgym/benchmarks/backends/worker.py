@@ -53,7 +53,7 @@ class EpisodeWorker:
         if (index, slot) not in self._envs:
             env = self.spec.envs[index]
             limit = {} if self.spec.max_steps is None else {"max_episode_steps": self.spec.max_steps}
-            self._envs[index, slot] = gym.make(env.id, **limit, **env.kwargs)
+            self._envs[index, slot] = gym.make(env.id, **limit, **env.make_kwargs)
         return self._envs[index, slot]
 
     def _agent(self, index: int) -> Agent:

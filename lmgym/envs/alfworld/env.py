@@ -8,8 +8,10 @@ from typing import Any, Sequence
 from lmgym.envs.alfworld.differential import compare
 from lmgym.envs.alfworld.engine import EngineStep, NativeEngine
 from lmgym.envs.alfworld.expert import Expert
-from lmgym.envs.alfworld.games import SPLIT_ALIASES, SPLITS, TASK_TYPES, Game, game_paths, load_game, task_type_of
+from lmgym.envs.alfworld.games import (CANONICAL_SPLITS, SPLIT_ALIASES, SPLITS, TASK_TYPES, Game, game_paths,
+                                       game_task_id, load_game, task_type_of)
 from lmgym.envs.core import TextEnv
+from lmgym.envs.splits import ALL
 
 ENGINES = ("native", "textworld")
 
@@ -58,13 +60,21 @@ class ALFWorldEnv(TextEnv):
     Game ``i`` of the selected list (sorted paths), ``i`` drawn from ``np_random`` or given as
     ``options={"task_index": i}``. Each game has one fixed layout.
 
+    ## Splits
+    ALFWorld's own: ``"train"`` (the train folder), ``"dev"`` = ``"valid_seen"`` (alias
+    ``"eval_in_distribution"``: seen rooms, unseen games), ``"test"`` = ``"valid_unseen"``
+    (alias ``"eval_out_of_distribution"``: the four held-out rooms). ``info["task_id"]`` is the
+    sha256 of the game's PDDL problem (`lmgym.envs.alfworld.games.game_task_id`): the game, not
+    only its goal sentence.
+
     ## Episode End
     Terminated when the goal holds (official ``done``). Truncated after 50 steps
     (``max_episode_steps``, as ALFWorld's base config).
 
     ## Arguments
-    ``split`` (``"train"``, ``"valid_seen"``, ``"valid_unseen"``, or ALFWorld's
-    ``"eval_in_distribution"``/``"eval_out_of_distribution"``), ``task_types`` (a subset of
+    ``split`` (``"train"``, ``"valid_seen"``, ``"valid_unseen"``, ALFWorld's
+    ``"eval_in_distribution"``/``"eval_out_of_distribution"``, or ``"dev"``/``"test"``; default
+    ``"train"``), ``task_types`` (a subset of
     `TASK_TYPES`, default all), ``game_files`` (explicit ``game.tw-pddl`` paths, instead of a
     split), ``engine`` (``"native"``, default, or ``"textworld"``: the official engine, needs
     ``lmgym[textworld]``), ``expert`` (compute ``expert_action``, default True). With
@@ -77,7 +87,8 @@ class ALFWorldEnv(TextEnv):
     and `_select_game`; everything else is shared.
 
     ## Version History
-    * v0: initial release (ALFWorld 0.4.2 semantics).
+    * v0: initial release (ALFWorld 0.4.2 semantics). ``split="dev"``/``"test"`` and
+      ``info["task_id"]`` added later without a new version (no episode changed).
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -108,6 +119,7 @@ class ALFWorldEnv(TextEnv):
 
             _import_official()  # fail now, with the install hint, not at the first reset
         self.split = SPLIT_ALIASES.get(split, split)
+        self.task_split = ALL if game_files is not None else CANONICAL_SPLITS[self.split]
         self.task_types = tuple(task_types) if task_types else TASK_TYPES
         self.engine = engine
         self.expert = expert
@@ -147,6 +159,7 @@ class ALFWorldEnv(TextEnv):
     # -- the episode -----------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.game = self._select_game(options)
+        self.task_id = game_task_id(self.game.data)
         # The native engine always runs: it is the expert's state, and with engine="textworld"
         # the live cross-check of the official one.
         self._native = NativeEngine(self.game.data)

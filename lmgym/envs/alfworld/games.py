@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from lmgym.data import find_data
+from lmgym.envs.splits import task_id
 
 #: The six ALFWorld task types, in the official numbering (alfworld TASK_TYPES 1..6).
 TASK_TYPES = (
@@ -29,8 +30,12 @@ TASK_TYPES = (
     "pick_two_obj_and_place",
 )
 SPLITS = ("train", "valid_seen", "valid_unseen")
-#: ALFWorld's own names for the evaluation splits (AlfredTWEnv's ``train_eval``).
-SPLIT_ALIASES = {"eval_in_distribution": "valid_seen", "eval_out_of_distribution": "valid_unseen"}
+#: ALFWorld's own names for the evaluation splits (AlfredTWEnv's ``train_eval``) and lmgym's
+#: canonical ones: dev is valid_seen (seen rooms, unseen games), test is valid_unseen (unseen rooms).
+SPLIT_ALIASES = {"eval_in_distribution": "valid_seen", "eval_out_of_distribution": "valid_unseen",
+                 "dev": "valid_seen", "test": "valid_unseen"}
+#: Official split folder -> the canonical split a panel records.
+CANONICAL_SPLITS = {"train": "train", "valid_seen": "dev", "valid_unseen": "test"}
 LAYOUT = "  alfworld/json_2.1.1/{train,valid_seen,valid_unseen}/<task_type>-<Obj>-<Mrecep>-<Recep>-<scene>/<trial>/game.tw-pddl"
 SOURCE = "the ALFWorld release json_2.1.1 (pip install alfworld; alfworld-download), https://github.com/alfworld/alfworld"
 
@@ -66,6 +71,12 @@ def game_paths(split: str) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=16)
 def _sorted_games(folder: str) -> tuple[str, ...]:
     return tuple(sorted(str(p) for p in Path(folder).glob("*/*/game.tw-pddl")))
+
+
+def game_task_id(data: Mapping[str, Any]) -> str:
+    """The task id of a game: the sha256 of its PDDL problem (objects, initial state and goal),
+    so two trials with the same goal sentence in different layouts have different ids."""
+    return task_id({"family": "ALFWorld", "pddl_problem": data["pddl_problem"]})
 
 
 def task_type_of(path: str | Path) -> str:

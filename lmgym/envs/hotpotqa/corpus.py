@@ -18,6 +18,12 @@ Two official layouts are read (``$LMGYM_DATA/hotpotqa/``):
 
 ``source="both"`` merges the two, dropping the 12 IRCoT questions already in the distractor
 file (same ``_id``), which leaves 588 questions.
+
+Splits (`SPLIT_SOURCES`; every file above is HotPotQA dev, so the split is by file): ``test`` is
+the 100 questions of the official distractor sample; ``dev`` the 488 IRCoT questions not in it
+(``source="ircot_only"``); ``train`` the official training file ``hotpot_train_v1.1.json`` (the
+distractor layout, 90,447 questions) where a user puts it in the folder: the shared data does
+not hold it, and nothing here is trained on real HotPotQA.
 """
 
 from __future__ import annotations
@@ -31,16 +37,21 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from lmgym.data import DataNotFoundError, find_data
+from lmgym.envs.splits import task_id
 
 DISTRACTOR_FILE = "hotpot_dev_distractor_sample100.json"
 IRCOT_FILE = "ircot_hotpotqa_dev_subsampled.jsonl"
 SIMPLIFIED_FILE = "hotpot_dev_v1_simplified.json"
-SOURCES = ("distractor", "ircot", "both")
+TRAIN_FILE = "hotpot_train_v1.1.json"
+SOURCES = ("distractor", "ircot", "both", "ircot_only", "train")
+#: The questions of each split: a `SOURCES` entry (see the module docstring).
+SPLIT_SOURCES = {"test": "distractor", "dev": "ircot_only", "train": "train"}
 
 _LAYOUT = f"""  hotpotqa/
     {DISTRACTOR_FILE}   (HotPotQA distractor layout: _id, question, answer, type, supporting_facts, context)
     {IRCOT_FILE}    (IRCoT layout: question_id, question_text, answers_objects, contexts)
-    {SIMPLIFIED_FILE}        (ReAct's question/answer/type triples, used for the IRCoT question types)"""
+    {SIMPLIFIED_FILE}        (ReAct's question/answer/type triples, used for the IRCoT question types)
+    {TRAIN_FILE}                (optional: the official train split, distractor layout)"""
 _SOURCE = ("HotpotQA dev distractor set (https://hotpotqa.github.io, CC BY-SA 4.0); "
            "IRCoT's subsampled dev set (github.com/StonyBrookNLP/ircot, processed_data/hotpotqa); "
            "ReAct's data/hotpot_dev_v1_simplified.json (github.com/ysymyth/ReAct)")
@@ -84,6 +95,14 @@ class Question:
 def short_title(title: str) -> str:
     """The title without a trailing parenthetical: ``"Creed (band)"`` -> ``"Creed"``."""
     return _PARENTHETICAL.sub("", title) or title
+
+
+def question_task_id(question: Question) -> str:
+    """The task id of a question: the sha256 of its text, answer and paragraphs (the official
+    record without its ``_id``), so the same question over the same pages has one id whether
+    an env searches or reads them."""
+    return task_id({"family": "HotPotQA", "question": question.question, "answer": question.answer,
+                    "context": [[p.title, list(p.sentences)] for p in question.paragraphs]})
 
 
 def split_sentences(paragraph_text: str) -> tuple[str, ...]:
@@ -198,30 +217,43 @@ def hotpotqa_folder() -> Path:
                      layout=_LAYOUT, source=_SOURCE)
 
 
+def source_folder(source: str) -> Path:
+    """The folder `source` reads: the three dev files, or for ``"train"`` the train file."""
+    if source == "train":
+        return find_data("hotpotqa", required=[TRAIN_FILE], layout=_LAYOUT, source=_SOURCE)
+    return hotpotqa_folder()
+
+
 def load_questions(source: str = "both") -> tuple[Question, ...]:
-    """The real questions of `source` ("distractor", "ircot" or "both"), cached per process."""
+    """The real questions of `source` (one of `SOURCES`), cached per process."""
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
-    return _load_questions(source, str(hotpotqa_folder()))
+    return _load_questions(source, str(source_folder(source)))
 
 
 def question_corpus(source: str, index: int) -> Corpus:
     """The distractor-setting corpus of question `index`: its own paragraphs."""
-    return _question_corpus(source, str(hotpotqa_folder()), index)
+    return _question_corpus(source, str(source_folder(source)), index)
 
 
 def shared_corpus(source: str) -> Corpus:
     """Every paragraph of every loaded question of `source` (a small Wikipedia)."""
-    return _shared_corpus(source, str(hotpotqa_folder()))
+    return _shared_corpus(source, str(source_folder(source)))
 
 
 @functools.lru_cache(maxsize=None)
 def _load_questions(source: str, folder: str) -> tuple[Question, ...]:
     root = Path(folder)
-    distractor = _read_distractor(root / DISTRACTOR_FILE) if source in ("distractor", "both") else []
-    ircot = _read_ircot(root / IRCOT_FILE, root / SIMPLIFIED_FILE) if source in ("ircot", "both") else []
-    seen = {q.id for q in distractor}
-    questions = tuple(distractor + [q for q in ircot if q.id not in seen])
+    if source == "train":
+        questions = tuple(_read_distractor(root / TRAIN_FILE))
+    elif source == "ircot_only":
+        shared = {q.id for q in _load_questions("distractor", folder)}
+        questions = tuple(q for q in _load_questions("ircot", folder) if q.id not in shared)
+    else:
+        distractor = _read_distractor(root / DISTRACTOR_FILE) if source in ("distractor", "both") else []
+        ircot = _read_ircot(root / IRCOT_FILE, root / SIMPLIFIED_FILE) if source in ("ircot", "both") else []
+        seen = {q.id for q in distractor}
+        questions = tuple(distractor + [q for q in ircot if q.id not in seen])
     if not questions:
         raise DataNotFoundError(f"{folder} holds no HotPotQA questions for source={source!r}")
     return questions

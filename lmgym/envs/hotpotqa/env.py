@@ -13,12 +13,14 @@ from typing import Any
 
 from lmgym.envs.core import TextEnv
 from lmgym.envs.hotpotqa import scoring
-from lmgym.envs.hotpotqa.corpus import Corpus, Question, load_questions, question_corpus, shared_corpus, short_title
+from lmgym.envs.hotpotqa.corpus import (SPLIT_SOURCES, Corpus, Question, load_questions, question_corpus,
+                                        question_task_id, shared_corpus, short_title)
 from lmgym.envs.hotpotqa.engine import (SearchEngine, SearchState, apply_lookup, apply_search, invalid, lookup,
                                         parse_action)
 from lmgym.envs.hotpotqa.expert import expert_step
 from lmgym.envs.hotpotqa.retrieval import RetrieverFactory, nearest_titles, resolve_retriever
 from lmgym.envs.hotpotqa.tools import SearchTools
+from lmgym.envs.splits import ALL, check_split
 
 CORPORA = ("question", "all")
 SEARCH_MODES = ("page", "passages")
@@ -54,6 +56,7 @@ class SearchQAEnv(TextEnv):
     # -- the episode ---------------------------------------------------------------------
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         question, corpus = self._new_question(options)
+        self.task_id = question_task_id(question)
         engine = SearchEngine(corpus, self.retriever, search_mode=self.search_mode, top_k=self.top_k,
                               num_similar=self.num_similar)
         if self.corpus_mode == "question":
@@ -217,13 +220,22 @@ class HotPotQAEnv(SearchQAEnv):
     ## Starting State
     The question is ``options["task_index"]`` if given, else drawn from ``np_random``.
 
+    ## Splits
+    Every shared file is HotPotQA dev, so a split is a file (`lmgym.envs.hotpotqa.corpus`):
+    ``"test"`` the 100 questions of the official distractor sample, ``"dev"`` the 488 IRCoT
+    questions not in it, ``"train"`` the official ``hotpot_train_v1.1.json`` when present under
+    ``LMGYM_DATA/hotpotqa`` (else a data error naming it). ``"all"`` (default) reads ``source``.
+    ``info["task_id"]`` is the sha256 of the question, its answer and its paragraphs. With
+    ``corpus="all"`` the searchable pages are those of the split's questions.
+
     ## Episode End
     Terminated by ``finish[...]``. Truncated by the registered limit: 7 steps, as ReAct's
     HotPotQA evaluation (``for i in range(1, 8)``); change it with
     ``gym.make(..., max_episode_steps=N)``. An unfinished episode scores 0.
 
     ## Arguments
-    ``source`` ("both" | "distractor" | "ircot"), ``corpus`` ("question" | "all"),
+    ``split`` ("train" | "dev" | "test" | "all", default "all"), ``source`` ("both" |
+    "distractor" | "ircot", with ``split="all"`` only), ``corpus`` ("question" | "all"),
     ``search_mode`` ("page" | "passages"), ``top_k`` (passages per search, default 3 as in
     Search-R1), ``retriever`` ("bm25", "dense" for all-MiniLM-L6-v2 (needs torch), a
     "module:Name" factory or a factory ``f(documents) -> object with search(query, k)``),
@@ -235,7 +247,8 @@ class HotPotQAEnv(SearchQAEnv):
     would, from any thread (`lmgym.envs.hotpotqa.tools`).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` and ``info["task_id"]`` added later without a new version:
+      made without ``split`` the env plays ``source``'s questions as before.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -244,8 +257,13 @@ class HotPotQAEnv(SearchQAEnv):
     >>> obs, reward, terminated, truncated, info = env.step(info["expert_action"])
     """
 
-    def __init__(self, source: str = "both", **kwargs: Any):
+    def __init__(self, source: str = "both", split: str = ALL, **kwargs: Any):
         super().__init__(**kwargs)
+        self.task_split = check_split(split)
+        if split != ALL:
+            if source != "both":
+                raise ValueError(f"give split or source, not both (split {split!r} reads {SPLIT_SOURCES[split]!r})")
+            source = SPLIT_SOURCES[split]
         self.source = source
         self.questions = load_questions(source)  # fails early, with the data error, if missing
 

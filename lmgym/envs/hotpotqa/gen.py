@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from lmgym.envs.hotpotqa.corpus import Corpus, Paragraph, Question, bridge_keywords
+from lmgym.envs.hotpotqa.corpus import Corpus, Paragraph, Question, bridge_keywords, question_task_id
 from lmgym.envs.hotpotqa.env import SearchQAEnv
+from lmgym.envs.splits import ALL, check_split, draw_in_split
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,16 @@ def generate_question(rng: np.random.Generator, difficulty: str = "medium", scal
                     level=difficulty), world
 
 
+def generate_in_split(rng: np.random.Generator, difficulty: str, scale: int, split: str) -> tuple[Question, World]:
+    """`generate_question` drawn from `rng` until the question's task id falls in `split`
+    (`lmgym.envs.splits.draw_in_split`; the first question when `split` is ``"all"``)."""
+    def draw():
+        question, world = generate_question(rng, difficulty, scale)
+        return (question, world), question_task_id(question)
+
+    return draw_in_split(draw, split)[0]
+
+
 def _bridge(rng: np.random.Generator, world: World, max_hops: int):
     templates = [b for b in BRIDGES if len(b[1]) <= max_hops - 1]
     if max_hops >= 3:  # hard: prefer the longest chains
@@ -273,6 +284,13 @@ class HotPotQAGenEnv(SearchQAEnv):
     supporting pages plus ``num_distractors`` others (same kinds first), ``corpus="all"`` the
     whole world (about 50 pages at ``scale=2``).
 
+    ## Splits
+    ``split="train" | "dev" | "test"``: questions whose task id (the sha256 of the question,
+    its answer and its paragraphs, `lmgym.envs.hotpotqa.corpus.question_task_id`) falls in that
+    split under `lmgym.envs.splits.hash_split` (80% / 10% / 10%), drawn from the seed's stream
+    until one does; no question is in two splits. ``"all"`` (default): the first draw (v0 as
+    released). `HotPotQADistractorGenEnv` draws the same question for the same seed and split.
+
     ## Episode End
     Terminated by ``finish[...]``; truncated by the registered limit (7 steps; the expert
     needs at most 6, on 3-hop questions).
@@ -281,10 +299,11 @@ class HotPotQAGenEnv(SearchQAEnv):
     ``difficulty``: "easy" (2 distractors, 2 hops), "medium" (8 distractors: HotPotQA's ten
     paragraphs, 2 hops) or "hard" (10 distractors, 3-hop bridges); ``scale`` (world size,
     default 2); and every `SearchQAEnv` argument (``corpus``, ``search_mode``, ``top_k``,
-    ``retriever``, ``tool_latency_s``, ``num_similar``).
+    ``retriever``, ``tool_latency_s``, ``num_similar``); ``split`` (default ``"all"``).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` and ``info["task_id"]`` added later without a new version:
+      made without ``split`` every seed plays the question it always played.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -293,7 +312,7 @@ class HotPotQAGenEnv(SearchQAEnv):
     >>> obs, reward, terminated, truncated, info = env.step(info["expert_action"])
     """
 
-    def __init__(self, difficulty: str = "medium", scale: int = 2, **kwargs: Any):
+    def __init__(self, difficulty: str = "medium", scale: int = 2, split: str = ALL, **kwargs: Any):
         if difficulty not in DIFFICULTIES:
             raise ValueError(f"difficulty must be one of {sorted(DIFFICULTIES)}, got {difficulty!r}")
         if not 1 <= scale <= 20:
@@ -301,8 +320,9 @@ class HotPotQAGenEnv(SearchQAEnv):
         super().__init__(**kwargs)
         self.difficulty = difficulty
         self.scale = scale
+        self.task_split = check_split(split)
 
     def _new_question(self, options: dict[str, Any]) -> tuple[Question, Corpus]:
-        question, world = generate_question(self.np_random, self.difficulty, self.scale)
+        question, world = generate_in_split(self.np_random, self.difficulty, self.scale, self.task_split)
         pages = question.paragraphs if self.corpus_mode == "question" else [world.paragraph(t) for t in world.entities]
         return question, Corpus(pages)

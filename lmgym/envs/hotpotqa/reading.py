@@ -15,8 +15,9 @@ from typing import Any
 
 from lmgym.envs.answer import AnswerEnv, Problem
 from lmgym.envs.hotpotqa import scoring
-from lmgym.envs.hotpotqa.corpus import Question, load_questions
-from lmgym.envs.hotpotqa.gen import DIFFICULTIES, generate_question
+from lmgym.envs.hotpotqa.corpus import SPLIT_SOURCES, Question, load_questions, question_task_id
+from lmgym.envs.hotpotqa.gen import DIFFICULTIES, generate_in_split
+from lmgym.envs.splits import ALL, check_split
 
 
 def render_context(question: Question) -> str:
@@ -35,7 +36,8 @@ def supporting_reasoning(question: Question) -> str:
 
 def to_problem(question: Question) -> Problem:
     return Problem(question.id, render_context(question), question.question, question.answer,
-                   supporting_reasoning(question), {"question_type": question.type})
+                   supporting_reasoning(question), {"question_type": question.type},
+                   task_id=question_task_id(question))
 
 
 class ReadingEnv(AnswerEnv):
@@ -78,14 +80,23 @@ class HotPotQADistractorEnv(ReadingEnv):
     ## Starting State
     The question is ``options["task_index"]`` if given, else drawn from ``np_random``.
 
+    ## Splits
+    By file, as `lmgym.envs.hotpotqa.env.HotPotQAEnv`: ``"test"`` the 100 questions of the
+    distractor sample (what the env played before splits, so ``"all"``, the default, is the test
+    split), ``"dev"`` the 488 IRCoT questions not in it (their supporting sentences are unknown,
+    so ``expert_reasoning`` is only the answer line), ``"train"`` the official train file where
+    present. ``info["task_id"]`` is the sha256 of the question, its answer and its paragraphs,
+    the same id the search env gives the question.
+
     ## Episode End
     Terminated by ``finish[...]``; truncated by the registered limit (3 steps).
 
     ## Arguments
-    None besides ``render_mode``.
+    ``split`` (default ``"all"``: the test questions) besides ``render_mode``.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` and ``info["task_id"]`` added later without a new version:
+      made without ``split`` the env plays its 100 questions as before.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -94,9 +105,12 @@ class HotPotQADistractorEnv(ReadingEnv):
     >>> obs, reward, terminated, truncated, info = env.step(info["expert_action"])
     """
 
-    def __init__(self, render_mode: str | None = None):
+    def __init__(self, split: str = ALL, render_mode: str | None = None):
         super().__init__(render_mode=render_mode, max_observation_length=40_000)
-        self.questions = load_questions("distractor")  # fails early, with the data error, if missing
+        check_split(split)
+        self.task_split = "test" if split == ALL else split
+        self.source = SPLIT_SOURCES[self.task_split]
+        self.questions = load_questions(self.source)  # fails early, with the data error, if missing
 
     @property
     def num_tasks(self) -> int:
@@ -112,7 +126,7 @@ class HotPotQADistractorEnv(ReadingEnv):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.questions = load_questions("distractor")
+        self.questions = load_questions(self.source)
 
 
 class HotPotQADistractorGenEnv(ReadingEnv):
@@ -129,12 +143,18 @@ class HotPotQADistractorGenEnv(ReadingEnv):
     ## Starting State
     World and question drawn from ``np_random``.
 
+    ## Splits
+    As `lmgym.envs.hotpotqa.gen.HotPotQAGenEnv` (the hash of the question's content, rejection
+    sampling on the seed's stream); the same seed and split give the same question and task id
+    in both envs.
+
     ## Arguments
     ``difficulty`` ("easy": 4 paragraphs, "medium": 10, HotPotQA's count, "hard": 13 with 3-hop
-    bridges) and ``scale`` (world size, default 2).
+    bridges), ``scale`` (world size, default 2) and ``split`` (default ``"all"``).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` and ``info["task_id"]`` added later without a new version:
+      made without ``split`` every seed plays the question it always played.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -145,14 +165,16 @@ class HotPotQADistractorGenEnv(ReadingEnv):
     1.0
     """
 
-    def __init__(self, difficulty: str = "medium", scale: int = 2, render_mode: str | None = None):
+    def __init__(self, difficulty: str = "medium", scale: int = 2, split: str = ALL,
+                 render_mode: str | None = None):
         if difficulty not in DIFFICULTIES:
             raise ValueError(f"difficulty must be one of {sorted(DIFFICULTIES)}, got {difficulty!r}")
         if not 1 <= scale <= 20:
             raise ValueError(f"scale must be in [1, 20], got {scale}")
         super().__init__(render_mode=render_mode, max_observation_length=40_000)
         self.difficulty, self.scale = difficulty, scale
+        self.task_split = check_split(split)
 
     def _new_problem(self, options: dict[str, Any]) -> Problem:
-        question, _ = generate_question(self.np_random, self.difficulty, self.scale)
+        question, _ = generate_in_split(self.np_random, self.difficulty, self.scale, self.task_split)
         return to_problem(question)

@@ -19,6 +19,7 @@ from lmgym.envs.promptedit.edits import EditLibrary, apply_edit
 from lmgym.envs.promptedit.generators import resolve
 from lmgym.envs.promptedit.judge import JudgeCluster, Verdict
 from lmgym.envs.promptedit.tasks import load_task
+from lmgym.envs.splits import ALL, check_split, task_id
 
 EDIT_HELP = ('Edits: "replace prompt: <text>", "append: <sentence>", "delete sentence <k>", '
              '"replace "<old>" with "<new>"".')
@@ -70,6 +71,13 @@ class PromptEditEnv(TextEnv):
     seed while the prompt does not, unless the generator is sure of its answer (a generator that
     writes one favourite record whatever the seed gives the same batch every time).
 
+    ## Splits
+    An id is one task (its schema, checks and starting prompt), so it has no disjoint splits:
+    ``split`` accepts ``"train"``, ``"dev"``, ``"test"`` and ``"all"`` (default) and every one
+    plays that task, with one ``info["task_id"]`` (the sha256 of the task name, description,
+    schema and starting prompt). An optimiser trained on an id has seen its test task; the
+    panels' contamination check says so. Held-out evaluation means another PromptEdit task.
+
     ## Episode End
     Never terminated (the prompt can always get better); truncated after T edits by the
     registered time limit (T = 8 for ``lmgym/PromptEdit-*-v0``). ``won`` is True while every
@@ -85,10 +93,11 @@ class PromptEditEnv(TextEnv):
     n-gram TF-IDF, trigram LM on the train split, rule-based rubric), ``batch_size`` (16),
     ``num_samples`` (3), ``reference_split`` ("held_out"), ``show_feedback`` (True; False leaves
     the judge's words out of the observation, AoD's scalar-reward ablation; ``info["feedback"]``
-    still has them).
+    still has them), ``split`` (see Splits).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` and ``info["task_id"]`` added later without a new version
+      (no episode changed).
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -112,6 +121,7 @@ class PromptEditEnv(TextEnv):
         num_samples: int = 3,
         reference_split: str = "held_out",
         show_feedback: bool = True,
+        split: str = ALL,
         render_mode: str | None = None,
     ):
         super().__init__(render_mode=render_mode, max_observation_length=8_000)
@@ -121,6 +131,10 @@ class PromptEditEnv(TextEnv):
         self.task_name, self.batch_size, self.num_samples = task, batch_size, num_samples
         self.show_feedback = show_feedback
         self.task = load_task(task)
+        self.task_split = check_split(split)
+        self._task_identity = task_id({"family": "PromptEdit", "task": self.task.name,
+                                       "description": self.task.description, "schema": self.task.schema,
+                                       "initial_prompt": self.task.initial_prompt})
         self.library = EditLibrary(self.task)
         self.generator = resolve(generator or DEFAULT_GENERATOR, generator_kwargs, context={"task": self.task})
         self.judge = JudgeCluster(
@@ -151,7 +165,13 @@ class PromptEditEnv(TextEnv):
     def max_admissible_actions(self) -> int:
         return len(self.library)  # one command per library entry at most
 
+    def task_id_for(self, seed: int | None, options: dict[str, Any] | None = None) -> str:
+        if options and "task_index" in options:
+            self._check_task_index(options["task_index"])  # refused, as reset refuses it
+        return self._task_identity  # one task whatever the seed: no batch to judge
+
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self.task_id = self._task_identity
         self.prompt = self.task.initial_prompt
         self._judge_prompt()
         return self._observe(""), self._info(action_valid=True)

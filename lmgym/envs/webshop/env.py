@@ -8,7 +8,7 @@ from typing import Any
 from lmgym.envs.core import TextEnv
 from lmgym.envs.webshop.catalog import Catalog, load_catalog
 from lmgym.envs.webshop.expert import expert_step, instruction_query
-from lmgym.envs.webshop.goals import GOAL_SOURCES, goals_for, split_range
+from lmgym.envs.webshop.goals import GOAL_SOURCES, goal_task_id, goals_for, split_range
 from lmgym.envs.webshop.pages import OBSERVATION_MODES, PRODUCT_WINDOW, SUB_PAGES, WebShopSession
 from lmgym.envs.webshop.reward import is_success, noun_tagger, purchase_reward
 from lmgym.envs.webshop.search import index_for
@@ -59,20 +59,26 @@ class WebShopEnv(TextEnv):
 
     ## Starting State
     The search page of a goal drawn uniformly from the split with ``np_random`` (or
-    ``options={"task_index": i}``). Goals are the original's, shuffled with seed 233; splits:
-    test = goals 0-499, eval = 500-1499, train = the rest (baseline_models/env.py).
+    ``options={"task_index": i}``). Goals are the original's, shuffled with seed 233.
+
+    ## Splits
+    The original's goal index ranges (baseline_models/env.py, ``WebEnv.goal_idxs``): ``"test"``
+    goals 0-499, ``"eval"`` (alias ``"dev"``) 500-1499, ``"train"`` 1500 and up; ``"all"``
+    every goal. On the 1,000-product catalogue: 500 / 1,000 / 5,410 synthetic goals.
+    ``info["task_id"]`` is the sha256 of the goal (`lmgym.envs.webshop.goals.goal_task_id`).
 
     ## Episode End
     Terminated by ``click[buy now]``, the only way to finish. Truncated by the registered time
     limit: 15 steps for ``WebShop-v0``, the ReAct paper's WebShop budget.
 
     ## Arguments
-    ``observation_mode`` (text | text_rich | html, default text), ``split`` (test | eval |
+    ``observation_mode`` (text | text_rich | html, default text), ``split`` (test | eval | dev |
     train | all, default test), ``goal_source`` (synthetic | human, default synthetic),
     ``show_attrs`` (offer the Attributes sub-page, default False).
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split="dev"`` and ``info["task_id"]`` added later without a new
+      version (no episode changed).
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -96,6 +102,7 @@ class WebShopEnv(TextEnv):
             raise ValueError(f"goal_source must be one of {GOAL_SOURCES}, got {goal_source!r}")
         self.observation_mode = observation_mode
         self.split = split
+        self.task_split = {"eval": "dev"}.get(split, split)
         self.goal_source = goal_source
         self.show_attrs = show_attrs
         self._attach_catalog()
@@ -147,6 +154,7 @@ class WebShopEnv(TextEnv):
     def _reset(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.goal_index = self.task_indices[self.choose_task_index(options)]
         goal = self.goals[self.goal_index]
+        self.task_id = goal_task_id(goal)
         self.session = WebShopSession(self.catalog, self.index, goal, show_attrs=self.show_attrs)
         self.reward_info: dict[str, Any] | None = None
         return self.session.render(self.observation_mode), self._info(action_valid=True)

@@ -35,6 +35,11 @@ MAX_PRODUCTS = 100_000
 BLOCK = 1024
 #: Share of products that get an instruction (the real 1k catalogue: 415 of 1,000).
 INSTRUCTION_SHARE = 0.3
+#: Products of the catalogue a train, dev or test split plays by default: 14,542 goals, so the
+#: original's ranges give 500 test, 1,000 dev and 13,042 train goals (1,000 products: 6 train).
+SPLIT_PRODUCTS = 10_000
+#: Products of the catalogue ``split="all"`` plays by default (v0 as released).
+ALL_PRODUCTS = 1_000
 
 
 @dataclass(frozen=True)
@@ -309,19 +314,31 @@ class WebShopGenEnv(WebShopEnv):
     Everything (pages, actions, observation modes, search, goals, reward, expert) is
     `WebShopEnv`'s; only the catalogue differs: `generate_catalog(num_products, catalog_seed)`.
     Goals are the catalogue's synthetic goals (one per option combination of each instructed
-    product) with the original's splits; the default catalogue (1,000 products, seed 0) has
-    1,506 goals, 10,000 products have 14,542, 100,000 have 145,537. The default split here is
-    ``"all"``; ``split="test"`` gives the original's goals 0-499 of the shuffled list.
+    product); 1,000 products (seed 0) have 1,506 goals, 10,000 have 14,542, 100,000 have 145,537.
+
+    ## Splits
+    The original's goal index ranges of the shuffled list, as `WebShopEnv`: ``"test"`` goals
+    0-499, ``"dev"`` (alias ``"eval"``) 500-1499, ``"train"`` 1500 and up; the three share no
+    goal. With a split the catalogue has `SPLIT_PRODUCTS` (10,000) products unless
+    ``num_products`` says otherwise: 500 test, 1,000 dev and 13,042 train goals (a 1,000-product
+    catalogue would leave 6 train goals). ``"all"`` (the default): every goal of a 1,000-product
+    catalogue, v0 as released. A goal's task id depends only on what it asks for, and a smaller
+    catalogue is a prefix of a larger one, so goals of the 1,000-product catalogue reappear in
+    the 10,000-product one with the same id (some of them in its test split): a model trained on
+    ``split="all"`` has seen test goals, which the panels' contamination check detects.
 
     Action and observation spaces, info, rewards, starting state and episode end: see
     `lmgym.envs.webshop.env.WebShopEnv`.
 
     ## Arguments
-    ``num_products`` (1 to 100,000, default 1,000), ``catalog_seed`` (default 0: the catalogue
-    is fixed per id; episode seeds pick goals), and every `WebShopEnv` keyword.
+    ``num_products`` (1 to 100,000; default 1,000 with ``split="all"``, else 10,000),
+    ``catalog_seed`` (default 0: the catalogue is fixed per id; episode seeds pick goals),
+    ``split`` (default ``"all"``) and every `WebShopEnv` keyword.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release. ``split`` (train/dev/test with their own default catalogue) and
+      ``info["task_id"]`` added later without a new version: made without ``split`` every seed
+      plays the goal it always played.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -330,7 +347,9 @@ class WebShopGenEnv(WebShopEnv):
     >>> obs, reward, terminated, truncated, info = env.step(info["expert_action"])
     """
 
-    def __init__(self, num_products: int = 1_000, catalog_seed: int = 0, split: str = "all", **kwargs: Any):
+    def __init__(self, num_products: int | None = None, catalog_seed: int = 0, split: str = "all", **kwargs: Any):
+        if num_products is None:
+            num_products = ALL_PRODUCTS if split == "all" else SPLIT_PRODUCTS
         if not 1 <= num_products <= MAX_PRODUCTS:
             raise ValueError(f"num_products must be in [1, {MAX_PRODUCTS}], got {num_products}")
         self.num_products = num_products

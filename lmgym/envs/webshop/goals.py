@@ -16,7 +16,8 @@ with a fixed seed draws them in catalogue order, once per product (as the origin
 
 Goals are then shuffled with Python's ``random.Random(233)`` exactly as the original's
 SimServer does (``random.seed(233); random.shuffle(goals)``), and the splits of
-``baseline_models/env.py:WebEnv`` apply: test = goals 0-499, eval = 500-1499, train = the rest.
+``baseline_models/env.py:WebEnv`` apply: test = goals 0-499, eval = 500-1499, train = the rest
+(``dev`` names eval). A goal's task id (`goal_task_id`) is the sha256 of what it asks for.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from lmgym.envs.splits import task_id
 from lmgym.envs.webshop.catalog import Catalog
 
 #: goal.py: the price bounds a goal can get.
@@ -38,8 +40,11 @@ NO_PRICE_BOUND = 1_000_000
 GOAL_SHUFFLE_SEED = 233
 #: Seed of the price-bound draw (the original's is unseeded).
 GOAL_PRICE_SEED = 233
-#: baseline_models/env.py:WebEnv: goal index ranges of the splits.
-SPLITS = {"test": (0, 500), "eval": (500, 1500), "train": (1500, None), "all": (0, None)}
+#: baseline_models/env.py:WebEnv: goal index ranges of the splits (``dev`` is lmgym's name for eval).
+SPLITS = {"test": (0, 500), "eval": (500, 1500), "dev": (500, 1500), "train": (1500, None), "all": (0, None)}
+#: The fields of a goal that say what to buy (its sampling ``weight`` depends on the whole catalogue).
+GOAL_FIELDS = ("asin", "name", "query", "category", "product_category", "instruction_text", "attributes",
+               "price_upper", "goal_options")
 GOAL_SOURCES = ("synthetic", "human")
 
 
@@ -132,8 +137,14 @@ def goals_for(catalog: Catalog, source: str = "synthetic") -> list[dict[str, Any
     return catalog.cached(f"goals:{source}", build)
 
 
+def goal_task_id(goal: dict[str, Any]) -> str:
+    """The task id of a goal: the sha256 of `GOAL_FIELDS` (the same goal in any catalogue that
+    holds its product has one id, so a goal trained on in one catalogue is seen in another)."""
+    return task_id({"family": "WebShop", **{key: goal[key] for key in GOAL_FIELDS}})
+
+
 def split_range(num_goals: int, split: str) -> range:
-    """Goal indices of `split` (test 0-499, eval 500-1499, train the rest, all)."""
+    """Goal indices of `split` (test 0-499, eval or dev 500-1499, train the rest, all)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
     start, stop = SPLITS[split]

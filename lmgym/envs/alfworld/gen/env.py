@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
+
+import numpy as np
 
 from lmgym.envs.alfworld.engine import admissible_bound
 from lmgym.envs.alfworld.env import ALFWorldEnv
-from lmgym.envs.alfworld.games import SPLIT_ALIASES, TASK_TYPES, Game
+from lmgym.envs.alfworld.games import CANONICAL_SPLITS, SPLIT_ALIASES, TASK_TYPES, Game, game_task_id
 from lmgym.envs.alfworld.gen.generator import GenKnobs, Household, generate_game
 from lmgym.envs.alfworld.gen.scenes import alfworld_facts, split_scenes
+from lmgym.envs.splits import ALL, SPLITS, draw_in_split
 
 #: Objects `generate_game` places besides the distractors: up to 3 targets and a desk lamp.
 TASK_OBJECTS = 4
 
-#: ALFWorld split names -> the generator's room sets ("valid_seen" would replay training rooms).
-ROOM_SPLITS = {"train": "train", "valid_unseen": "unseen"}
+#: Canonical split -> (the ALFWorld folder whose rooms it uses, the hash split its games must
+#: fall in; "all": any game). dev mirrors valid_seen (seen rooms, other games), test valid_unseen.
+GEN_SPLITS = {ALL: ("train", ALL), "train": ("train", "train"), "dev": ("train", "dev"),
+              "test": ("valid_unseen", ALL)}
+#: ALFWorld folder -> the generator's room set.
+ROOM_SETS = {"train": "train", "valid_unseen": "unseen"}
 #: Game seeds drawn when no ``task_index`` is given: [0, 2**31).
 SEED_RANGE = 2**31
 
@@ -63,19 +70,34 @@ class ALFWorldGenEnv(ALFWorldEnv):
     The game of generator seed ``k``: ``k = options["task_index"]`` if given, else drawn from
     ``np_random`` in [0, 2**31). Same seed and knobs, same game, in any process.
 
+    ## Splits
+    As ALFWorld's: ``"test"`` (alias ``"valid_unseen"``, ``"eval_out_of_distribution"``) plays
+    the four held-out rooms only, so no test game is in a training room; ``"train"`` and
+    ``"dev"`` (alias ``"valid_seen"``, ``"eval_in_distribution"``) play ALFRED's other rooms and
+    split their games by `lmgym.envs.splits.hash_split` of the task id (the sha256 of the
+    game's PDDL problem): 80% train, 10% dev (the other 10% are in no split but ``"all"``).
+    The generator seed is drawn from the episode's stream until its game is in the split; with
+    ``options["task_index"] = k`` the candidates are seed ``k`` then the seeds drawn by
+    ``numpy.random.default_rng(k)``. ``"all"`` (default): the seen rooms, any game (v0 as
+    released).
+
     ## Episode End
     Terminated when the goal holds; truncated after 50 steps (registration).
 
     ## Arguments
-    ``split``: ``"train"`` (ALFRED's rooms except the four held out, default) or
-    ``"valid_unseen"`` / ``"eval_out_of_distribution"`` (only the held-out rooms 10, 219, 308,
-    424, the rooms of ALFWorld's valid_unseen). ``task_types`` (subset of the six, default all),
+    ``split``: ``"all"`` (default), ``"train"``, ``"dev"``, ``"test"`` or their ALFWorld names
+    (see Splits; the held-out rooms are 10, 219, 308 and 424, the rooms of ALFWorld's
+    valid_unseen). ``task_types`` (subset of the six, default all),
     ``num_distractors`` (objects besides the task's, default 15), ``num_receptacles`` (kept per
     room, default None: all), ``closed_prob`` (openable receptacles closed at start, default
     1.0), ``engine`` (``"native"`` or ``"textworld"``), ``expert`` (default True).
 
     ## Version History
-    * v0: initial release (alfworld 0.4.2 layouts and domain).
+    * v0: initial release (alfworld 0.4.2 layouts and domain). Splits and ``info["task_id"]``
+      added later without a new version: made without ``split`` (or with ``"valid_unseen"``,
+      as ``ALFWorld-Gen-Unseen-v0`` is) every seed plays the game it always played; an explicit
+      ``split="train"``, which used to mean every game of the seen rooms, now leaves out the
+      dev games and the 10% no split holds.
 
     ## Example
     >>> import gymnasium as gym, lmgym
@@ -86,7 +108,7 @@ class ALFWorldGenEnv(ALFWorldEnv):
 
     def __init__(
         self,
-        split: str = "train",
+        split: str = ALL,
         task_types: Sequence[str] | None = None,
         num_distractors: int = 15,
         num_receptacles: int | None = None,
@@ -95,14 +117,16 @@ class ALFWorldGenEnv(ALFWorldEnv):
         expert: bool = True,
         render_mode: str | None = None,
     ):
-        room_split = ROOM_SPLITS.get(SPLIT_ALIASES.get(split, split))
-        if room_split is None:
-            raise ValueError(f"split must be 'train' or 'valid_unseen' (alias 'eval_out_of_distribution'), got {split!r}; "
-                             "generated games in training rooms are the seen distribution already")
+        canonical = CANONICAL_SPLITS.get(SPLIT_ALIASES.get(split, split), split)
+        if canonical not in GEN_SPLITS:
+            accepted = (ALL, *SPLITS, *CANONICAL_SPLITS, *(a for a in SPLIT_ALIASES if a not in SPLITS))
+            raise ValueError(f"split must be one of {tuple(dict.fromkeys(accepted))}, got {split!r}")
+        folder, self.hash_filter = GEN_SPLITS[canonical]
         self.knobs = GenKnobs(task_types=tuple(task_types) if task_types else TASK_TYPES,
                               num_distractors=num_distractors, num_receptacles=num_receptacles,
-                              closed_prob=closed_prob, split=room_split)
-        super().__init__(split=split, task_types=task_types, engine=engine, expert=expert, render_mode=render_mode)
+                              closed_prob=closed_prob, split=ROOM_SETS[folder])
+        super().__init__(split=folder, task_types=task_types, engine=engine, expert=expert, render_mode=render_mode)
+        self.task_split = canonical
 
     def _list_game_files(self, game_files: Sequence[str] | None) -> list[str]:
         return []  # games are generated, not read
@@ -127,11 +151,26 @@ class ALFWorldGenEnv(ALFWorldEnv):
         objects = TASK_OBJECTS + self.knobs.num_distractors  # each may be pickupable, toggleable and sliceable
         return admissible_bound(receptacles, facing, objects, objects, objects)
 
-    def _select_game(self, options: dict[str, Any]) -> Game:
+    def _seed_stream(self, options: dict[str, Any]) -> Iterator[int]:
+        """Generator seeds to try, in order: ``task_index`` k then ``default_rng(k)``'s draws,
+        or the episode's own stream."""
         if "task_index" in options:
-            seed = int(options["task_index"])
-        else:
-            seed = int(self.np_random.integers(SEED_RANGE))
-        household = cached_game(seed, self.knobs)
+            k = int(options["task_index"])
+            yield k
+            fallback = np.random.default_rng(k)
+            while True:
+                yield int(fallback.integers(SEED_RANGE))
+        while True:
+            yield int(self.np_random.integers(SEED_RANGE))
+
+    def _select_game(self, options: dict[str, Any]) -> Game:
+        seeds = self._seed_stream(options)
+
+        def draw() -> tuple[tuple[int, Household], str]:
+            seed = next(seeds)
+            household = cached_game(seed, self.knobs)
+            return (seed, household), game_task_id(household.game)
+
+        (seed, household), _ = draw_in_split(draw, self.hash_filter)
         self.household = household
         return Game(name=f"gen/{self.split}/seed{seed}", task_type=household.task_type, data=household.game)
