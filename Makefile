@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh clone (Python 3.11 is the only prerequisite):
-#   make bench   create .venv, install lmgym with every extra, run the default benchmark
+#   make bench   create .venv, install lmgym with every extra, run the main job: the default
+#                benchmark (random, experts, teachers and language models on held-out seeds)
 #   make test    same set-up, then the whole test suite
 # GPU users: install your own torch into .venv first, then `make install CONSTRAINTS=`
 # (see README, "Using your own torch").
@@ -12,11 +13,12 @@ PIP_C       := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 # Real data for tests and benchmarks; the shared folder beside the checkout when present.
 LMGYM_DATA  ?= $(wildcard $(abspath ../shared/data))
 export LMGYM_DATA
-BENCH_OUT   ?= runs/bench
+# A run folder holds one spec: the suite with data and the one without resume apart.
+BENCH_OUT   ?= runs/bench/$(if $(LMGYM_DATA),data,no-data)
 PYTEST_ARGS ?=
 STAMP       := $(VENV)/.lmgym-installed
 
-.PHONY: install test bench browser system-tools clean
+.PHONY: install test bench perf browser system-tools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -51,8 +53,13 @@ browser: system-tools
 test: install system-tools
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
+# The main job: minutes on 2 cores (docs/benchmarks.md; its tables: docs/results/main-job.md). The
+# performance section is its own target: it times the library (about 2 minutes more), and its
+# ratios mean something only on idle cores.
 bench: install
 	$(PY) -m lmgym bench default --out $(BENCH_OUT)
+
+perf: install
 	$(PY) -m lmgym bench perf --out $(BENCH_OUT)/perf
 
 clean:

@@ -8,7 +8,7 @@ seed k), the figure printed per method. `--generator` swaps the frozen diffusion
     python examples/aod_prompt_search.py --task SuperNI --budget 12 --episodes 2
     python examples/aod_prompt_search.py --methods gepa opro --editor smollm2    # SmolLM2 as the editor (slow on CPU)
 
-The full table (every method, four tasks, 5 seeds) is benchmarks/specs/aod.yaml (docs/aod.md).
+The full table (every method, four tasks, 5 seeds) is studies/specs/aod.yaml (docs/aod.md).
 
 Smoke test: --task SuperNI --budget 3 --episodes 1 --batch-size 4 --methods static random-edits gepa aod-editor --generator lmgym.envs.promptedit.generators:RuleBasedGenerator
 Needs data: super_natural_instructions

@@ -14,7 +14,7 @@ Each method's student goes to ``OUT/student-<method>``; kd and sad read the teac
 distributions from ``OUT/teacher_cache``, written by the first of them (``--teacher-cache``).
 
 The full comparison (every method, two sizes, ablations, CoT match, paired tests) is
-``benchmarks/distill.py`` (docs/distill.md).
+``studies/distill.py`` (docs/distill.md).
 
 Smoke test: --out {tmp}/distill --teacher-episodes 4 --steps 3 --eval-episodes 2 --max-eval-steps 3
 """

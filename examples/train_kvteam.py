@@ -17,12 +17,12 @@ learned on the twin). Stages (``--stages`` picks some, in this order):
 4. ``install``: the backbone (float32) and both adapters under
    ``zoo/kvteam/`` as ``arith-ar`` and ``arith-diffmas-{stop,flow}`` (or
    ``hotpotqa-distractor-ar``, ``hotpotqa-distractor-diffmas-...``)
-   (what `benchmarks/kvteam.py` loads). ``--gradients`` picks the adapters trained and installed.
+   (what `studies/kvteam.py` loads). ``--gradients`` picks the adapters trained and installed.
 
     python examples/train_kvteam.py --out runs/kvteam --install
     python examples/train_kvteam.py --task hotpotqa --out runs/kvteam-hotpotqa --gradients stop --install
 
-The four-way comparison is ``python benchmarks/kvteam.py``.
+The four-way comparison is ``python studies/kvteam.py``.
 
 Smoke test: --out {tmp}/kvteam --problems 40 --sft-problems 10 --backbone-steps 4 --sft-steps 2 --hidden-size 32 --latent-steps 2
 """

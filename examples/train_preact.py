@@ -19,7 +19,7 @@ Stages (each resumable; ``--stages`` picks some, in this order):
 
     python examples/train_preact.py --out runs/preact --install
 
-The evaluation (latency and accuracy of every agent) is ``python benchmarks/preact_latency.py``.
+The evaluation (latency and accuracy of every agent) is ``python studies/preact_latency.py``.
 
 Smoke test: --out {tmp}/preact --stages data tokenizer ar sft --episodes 6 --sft-steps 2 --ar-steps 2 --hidden-size 32 --reason-tokens 160 --call-tokens 48
 """

@@ -7,7 +7,7 @@ the starting prompt plus a random set of cues, each in a random train phrasing o
 each), trains an MDLM on it with `lmgym.training.lm` (an autoregressive warm start, then
 LLaDA's SFT objective), then asks the trained model for records with each task's starting
 prompt and its fully specified prompt in train and in held-out phrasings, and measures how
-many parse as JSON, pass the schema, and pass the judge (TSR); `benchmarks/promptedit_generator.py`
+many parse as JSON, pass the schema, and pass the judge (TSR); `studies/promptedit_generator.py`
 measures the same with 64 samples and intervals. ``--install`` swaps the checkpoint in where
 `lmgym.components.record_generator` looks for its default (the recipe of the committed model).
 Records are compacted first (`compact_record`: strings cut to 5 words, lists to 2 items, still

@@ -56,3 +56,32 @@ def tiny_preact_folder(tmp_path_factory, teacher_hotpotqa_file):
                            num_layers=2, num_heads=2, reason_tokens=128, call_tokens=40, steps=2, batch_size=4,
                            warmup=1, quiet=True))
     return out / "checkpoint"
+
+
+STUDIES = Path(__file__).resolve().parents[1] / "studies"
+
+
+def _load_study(name: str):
+    """``studies/<name>.py`` as a module (once per session). A study is a script, not package
+    code: only tests load one by path. Registered in sys.modules first, as dataclasses need."""
+    import importlib.util
+    import sys
+
+    module_name = f"study_{name}"
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, STUDIES / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    return sys.modules[module_name]
+
+
+@pytest.fixture(scope="session")
+def load_study():
+    """``load_study("teachers")``: the study module `studies/teachers.py`."""
+    return _load_study
+

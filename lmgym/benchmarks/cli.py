@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -107,6 +108,8 @@ def input_error_message(error: BaseException) -> str:
 def main(args: argparse.Namespace) -> int:
     """Run the benchmark and print its table: exit 0, 1 when an episode raised (or a perf
     measurement failed), 2 on bad input (one line, no traceback)."""
+    # one progress bar, the episodes': transformers' own ("Loading weights") would cut into it
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     if args.spec == "perf":
         from lmgym.benchmarks.perf import run_perf
 

@@ -1,30 +1,31 @@
-"""The performance section of ``make bench`` (``lmgym bench perf``).
+"""The performance section (``lmgym bench perf``): the library's own speed, nothing else.
 
-1. Environment steps/s per family: the random agent in each representative id for a fixed
-   wall-time budget, resets included, reported beside the ratio to ``lmgym/KeyDoor-v0``
-   measured in the same run (absolute numbers move with the machine's load; ratios less).
-   Making the env and one untimed episode come first: one-time warm-up (data, indexes, spaCy)
-   stays out of the rate and is reported apart (``warmup_s``).
-2. Rollouts/s of the random agent on ``lmgym/KeyDoor-Large-v0``: in-process, then the process
-   backend with 1 and 2 workers (pools started before the clock runs), each for the same wall
-   time (tens of seconds, so process start-up cannot dominate); the scaling ratio is
+1. Environment steps/s per family: the random agent stepping each representative id for a
+   fixed wall-time budget, resets included, beside the ratio to ``lmgym/KeyDoor-v0`` measured in
+   the same run (absolute numbers move with the machine's load; ratios less). Making the env,
+   its first reset and first step come first, untimed: one-time warm-up (data, indexes, spaCy,
+   a generator's weights) is reported apart (``warmup_s``).
+2. The cost of recording: episodes/s of the random agent on ``lmgym/KeyDoor-Large-v0`` played
+   three ways: the bare loop (reset, act, step) and `run_episode` (the rollout format's
+   `Episode` built step by step) for the same wall time, and `run_benchmark` in process (rows
+   and transcripts appended to disk as each episode ends) for a fixed number of episodes; each
+   rate is reported as a share of the bare loop's.
+3. Rollouts/s with the executors: in process, then the process backend with 1 and 2 workers
+   (pools started before the clock runs), each for the same wall time; the scaling ratio is
    rollouts/s with 2 workers over rollouts/s with 1.
-3. The env engineers' own scripts, every ``benchmarks/<name>.py`` at the repository root, each
-   exposing ``run(quick: bool) -> dict``: each runs in a subprocess with a timeout, within a
-   shared time budget.
+4. Rollout file I/O: `write_episodes` and `read_episodes` of the episodes of section 2, in
+   episodes/s and MB/s; the episodes read back must equal those written.
 
-Nothing fails silently: an env that raises, a script that is missing, fails, times out or
-returns ``failures`` (claims it checked that do not hold) is listed in ``failures``, and
-``lmgym bench perf`` exits 1. Only a script skipped because the shared budget was spent is a
-note. Writes ``perf.json`` and ``perf.md`` into the output folder and prints the markdown.
+The research scripts (``studies/``) are not run here: each has its own ``run(quick)``.
+Nothing fails silently: an env that raises is listed in ``failures`` and ``lmgym bench perf``
+exits 1. Writes ``perf.json`` and ``perf.md`` into the output folder and prints the markdown.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -32,44 +33,91 @@ from typing import Any
 import gymnasium as gym
 
 from lmgym.agents.base import RandomAgent
-from lmgym.agents.runner import run_episode
+from lmgym.agents.runner import agent_seed, run_episode
 from lmgym.benchmarks.backends import InProcessBackend, all_jobs
 from lmgym.benchmarks.backends.processes import ProcessBackend
 from lmgym.benchmarks.report import LOAD_NOTE
+from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.benchmarks.suites import representative_ids, usable_envs
 from lmgym.envs.registry import family_of
 from lmgym.io import atomic_write_json, atomic_write_text
+from lmgym.rollouts import read_episodes, write_episodes
 
 REFERENCE_ENV = "lmgym/KeyDoor-v0"
 ROLLOUT_ENV = "lmgym/KeyDoor-Large-v0"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-#: Scripts the families' issues ask for (reported as missing when absent); any other
-#: ``benchmarks/*.py`` is run too.
-SCRIPTS = ("alfworld_engines", "alfworld_gen", "webshop_latency", "hotpotqa", "diffusion_sampler", "promptedit_judge")
+#: Seeds of the untimed warm-up episodes: far from the timed ones (0, 1, ...).
+WARMUP_SEED = 10**6
+#: Episodes handed to a backend at a time while its clock runs (enough to keep 2 workers busy).
+ROLLOUT_CHUNK = 200
 
 
 def env_steps_per_second(env_id: str, budget_s: float) -> dict[str, Any]:
-    """Random-agent steps/s in `env_id`, episodes seeded 0, 1, ... until `budget_s` passes."""
+    """Random-agent steps/s in `env_id` for `budget_s` (at least one step), episodes seeded
+    0, 1, ... and resets included; the make, first reset and first step are the warm-up."""
     start = time.perf_counter()
     env = gym.make(env_id)
     agent = RandomAgent()
-    # One untimed episode first: data, indexes and lazily loaded models load there.
-    run_episode(env, agent, seed=10**6, env_id=env_id)
+    observation, info = env.reset(seed=WARMUP_SEED)
+    agent.reset(seed=agent_seed(WARMUP_SEED), env_id=env_id)
+    env.step(agent.act(observation, info))
     warmup_s = time.perf_counter() - start
     steps = episodes = 0
     start = time.perf_counter()
-    while time.perf_counter() - start < budget_s or episodes == 0:
-        steps += run_episode(env, agent, seed=episodes, env_id=env_id).length
+    while steps == 0 or time.perf_counter() - start < budget_s:
+        observation, info = env.reset(seed=episodes)
+        agent.reset(seed=agent_seed(episodes), env_id=env_id)
         episodes += 1
+        done = False
+        while not done and (steps == 0 or time.perf_counter() - start < budget_s):
+            observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+            steps += 1
+            done = terminated or truncated
     seconds = time.perf_counter() - start
     env.close()
     return {"env": env_id, "family": family_of(env_id), "steps": steps, "episodes": episodes,
-            "seconds": round(seconds, 3), "steps_per_s": round(steps / seconds, 1), "warmup_s": round(warmup_s, 3)}
+            "seconds": round(seconds, 3), "steps_per_s": float(f"{steps / seconds:.4g}"), "warmup_s": round(warmup_s, 3)}
 
 
-#: Episodes handed to a backend at a time while its clock runs (enough to keep 2 workers busy).
-ROLLOUT_CHUNK = 200
+def _rate(play_one, budget_s: float) -> tuple[int, float]:
+    """Episodes `play_one(k)` plays in `budget_s` (k = 0, 1, ...), and the seconds it took."""
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < budget_s:
+        play_one(done)
+        done += 1
+    return done, time.perf_counter() - start
+
+
+def recording_cost(budget_s: float, folder: Path, runner_episodes: int) -> list[dict[str, Any]]:
+    """Episodes/s on `ROLLOUT_ENV` of the bare loop and `run_episode`, each for `budget_s`, and of
+    `run_benchmark` (rows and transcripts into `folder`) playing `runner_episodes`."""
+    env, agent = gym.make(ROLLOUT_ENV), RandomAgent()
+
+    def bare(k: int) -> None:
+        observation, info = env.reset(seed=k)
+        agent.reset(seed=agent_seed(k), env_id=ROLLOUT_ENV)
+        done = False
+        while not done:
+            observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
+            done = terminated or truncated
+
+    results = []
+    for label, play in (("bare loop", bare),
+                        ("run_episode (Episode records)", lambda k: run_episode(env, agent, seed=k, env_id=ROLLOUT_ENV))):
+        episodes, seconds = _rate(play, budget_s)
+        results.append({"way": label, "episodes": episodes, "seconds": round(seconds, 3),
+                        "episodes_per_s": round(episodes / seconds, 1)})
+    env.close()
+    spec = BenchmarkSpec("perf-runner", (EnvSpec(ROLLOUT_ENV),), (AgentSpec("random"),), episodes=runner_episodes)
+    start = time.perf_counter()
+    run_benchmark(spec, folder, quiet=True, plots=False)
+    seconds = time.perf_counter() - start
+    results.append({"way": "run_benchmark (rows + transcripts on disk)", "episodes": len(read_rows(folder)),
+                    "seconds": round(seconds, 3), "episodes_per_s": round(len(read_rows(folder)) / seconds, 1)})
+    bare_rate = results[0]["episodes_per_s"]
+    for row in results:
+        row["share_of_bare"] = round(row["episodes_per_s"] / bare_rate, 3)
+    return results
 
 
 def rollouts_per_second(budget_s: float) -> list[dict[str, Any]]:
@@ -93,31 +141,25 @@ def rollouts_per_second(budget_s: float) -> list[dict[str, Any]]:
     return results
 
 
-def run_script(name: str, quick: bool, timeout_s: float) -> dict[str, Any]:
-    """``benchmarks/<name>.py``'s ``run(quick)`` in a subprocess, or a note saying why not."""
-    path = REPO_ROOT / "benchmarks" / f"{name}.py"
-    if not path.exists():
-        return {"script": name, "status": "missing", "note": f"{path.relative_to(REPO_ROOT)} not found"}
-    code = ("import importlib.util, json, sys\n"
-            f"spec = importlib.util.spec_from_file_location('bench_script', {str(path)!r})\n"
-            "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
-            f"result = module.run(quick={quick!r})\n"
-            "sys.stdout.write('\\n@@RESULT@@' + json.dumps(result, default=str))\n")
+def rollout_file_io(folder: Path, episodes: int) -> dict[str, Any]:
+    """Seconds to write and read back `episodes` random-agent episodes of `ROLLOUT_ENV` in the
+    rollout format (`lmgym.rollouts`), as episodes/s and MB/s."""
+    env, agent = gym.make(ROLLOUT_ENV), RandomAgent()
+    played = [run_episode(env, agent, seed=k, env_id=ROLLOUT_ENV) for k in range(episodes)]
+    env.close()
+    path = folder / "rollouts.jsonl"
     start = time.perf_counter()
-    try:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s,
-                              cwd=REPO_ROOT)
-    except subprocess.TimeoutExpired:
-        return {"script": name, "status": "timeout", "note": f"no result within {timeout_s:.0f} s"}
-    seconds = round(time.perf_counter() - start, 1)
-    if done.returncode != 0 or "@@RESULT@@" not in done.stdout:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"script": name, "status": "failed", "seconds": seconds, "note": last[:300]}
-    result = json.loads(done.stdout.rsplit("@@RESULT@@", 1)[1])
-    failed = result.get("failures") if isinstance(result, dict) else None
-    if failed:  # the script ran and found that something it checks does not hold
-        return {"script": name, "status": "failed", "seconds": seconds, "note": "; ".join(failed)[:600], "result": result}
-    return {"script": name, "status": "ok", "seconds": seconds, "result": result}
+    write_episodes(path, played)
+    write_s = time.perf_counter() - start
+    start = time.perf_counter()
+    read = list(read_episodes(path))
+    read_s = time.perf_counter() - start
+    megabytes = path.stat().st_size / 1e6
+    return {"episodes": episodes, "steps": sum(e.length for e in played), "megabytes": round(megabytes, 3),
+            "round_trip_equal": [e.to_dict() for e in read] == [e.to_dict() for e in played],
+            "write_s": round(write_s, 4), "read_s": round(read_s, 4),
+            "write_episodes_per_s": round(episodes / write_s, 1), "read_episodes_per_s": round(episodes / read_s, 1),
+            "write_mb_per_s": round(megabytes / write_s, 1), "read_mb_per_s": round(megabytes / read_s, 1)}
 
 
 def perf_markdown(report: dict[str, Any]) -> str:
@@ -134,64 +176,62 @@ def perf_markdown(report: dict[str, Any]) -> str:
             continue
         ratio = f"{r['steps_per_s'] / reference:.3f}" if reference else "-"
         lines.append(f"| {r['env']} | {r['steps']} | {r['seconds']} | {r['steps_per_s']} | {ratio} | {r['warmup_s']} |")
+    lines += ["", f"### The cost of recording ({ROLLOUT_ENV}, random agent, in process)", "",
+              "| way | episodes | seconds | episodes/s | share of the bare loop |", "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r['way']} | {r['episodes']} | {r['seconds']} | {r['episodes_per_s']} | {r['share_of_bare']:.3f} |"
+              for r in report["recording"]]
     lines += ["", f"### Rollouts/s ({ROLLOUT_ENV}, random agent)", "",
               "| backend | episodes | seconds | rollouts/s |", "| --- | ---: | ---: | ---: |"]
     lines += [f"| {r['backend']} | {r['episodes']} | {r['seconds']} | {r['rollouts_per_s']} |" for r in report["rollouts"]]
     lines += ["", f"Scaling ratio, 2 processes / 1 process: **{report['scaling_ratio']:.2f}** "
               f"({report['cpus']} CPUs, 1-minute load average {report['load_average_1min']:.1f} at the end: "
-              "a ratio near 2 needs two idle cores)", "",
-              "### Family benchmark scripts (benchmarks/*.py, quick mode)", ""]
-    for s in report["scripts"]:
-        if s["status"] == "ok":
-            lines.append(f"- `{s['script']}` ({s['seconds']} s): `{json.dumps(s['result'], sort_keys=True)[:1500]}`")
-        else:
-            lines.append(f"- `{s['script']}`: {s['status'].upper() if s['status'] != 'skipped' else s['status']} ({s['note']})")
+              "a ratio near 2 needs two idle cores)"]
+    io = report["file_io"]
+    lines += ["", f"### Rollout file I/O ({io['episodes']} episodes, {io['steps']} steps, {io['megabytes']} MB)", "",
+              "| | seconds | episodes/s | MB/s |", "| --- | ---: | ---: | ---: |",
+              f"| write_episodes | {io['write_s']} | {io['write_episodes_per_s']} | {io['write_mb_per_s']} |",
+              f"| read_episodes | {io['read_s']} | {io['read_episodes_per_s']} | {io['read_mb_per_s']} |"]
     if report["notes"]:
         lines += ["", "Left out:"] + [f"- {n}" for n in report["notes"]]
     lines += ["", f"_{LOAD_NOTE}_", ""]
     return "\n".join(lines)
 
 
+#: (env budget, recording budget, run_benchmark's episodes, rollouts budget, file I/O episodes),
+#: budgets in seconds of wall time; quick (`make perf`, about 2 minutes on 2 busy cores) and full.
+BUDGETS = {True: (1.5, 3.0, 200, 8.0, 200), False: (10.0, 20.0, 2000, 60.0, 2000)}
+
+
 def run_perf(out: Path, quick: bool = True, quiet: bool = False) -> dict[str, Any]:
     """Measure everything above, write perf.json and perf.md into `out`, print the markdown."""
-    # Quick mode keeps `make bench` (default suite + this) under 10 minutes on a loaded 2-core
-    # machine: the family scripts share one budget, each capped, the rest noted as skipped.
-    budget_s, rollout_s, script_timeout_s, scripts_budget_s = (2.0, 20.0, 120.0, 300.0) if quick else (
-        10.0, 60.0, 600.0, 3600.0)
+    env_s, recording_s, runner_episodes, rollout_s, io_episodes = BUDGETS[quick]
     notes: list[str] = []
     failures: list[str] = []
-    env_ids = [env_id for env_id, _ in usable_envs(representative_ids(), notes)]
     envs = []
-    for env_id in env_ids:
+    for env_id, _ in usable_envs(representative_ids(), notes):
         if not quiet:
             print(f"perf: {env_id} steps/s ...", file=sys.stderr, flush=True)
         try:
-            envs.append(env_steps_per_second(env_id, budget_s))
+            envs.append(env_steps_per_second(env_id, env_s))
         except Exception as error:  # a broken env is a failed measurement, reported as one
             message = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
             envs.append({"env": env_id, "family": family_of(env_id), "error": message})
             failures.append(f"{env_id}: {message}")
-    if not quiet:
-        print("perf: rollouts/s with 1 and 2 workers ...", file=sys.stderr, flush=True)
-    rollouts = rollouts_per_second(rollout_s)
-    scripts = []
-    deadline = time.perf_counter() + scripts_budget_s
-    found = {path.stem for path in (REPO_ROOT / "benchmarks").glob("*.py") if not path.stem.startswith("_")}
-    for name in sorted(set(SCRIPTS) | found):
-        left = deadline - time.perf_counter()
-        if left < 10:
-            scripts.append({"script": name, "status": "skipped",
-                            "note": f"the scripts' {scripts_budget_s:.0f} s budget was spent"})
-            continue
+    with tempfile.TemporaryDirectory(prefix="lmgym-perf-") as scratch:
         if not quiet:
-            print(f"perf: benchmarks/{name}.py ...", file=sys.stderr, flush=True)
-        scripts.append(run_script(name, quick, min(script_timeout_s, left)))
-    failures += [f"benchmarks/{s['script']}.py: {s['status']} ({s['note']})" for s in scripts
-                 if s["status"] in ("missing", "failed", "timeout")]
+            print("perf: the cost of recording ...", file=sys.stderr, flush=True)
+        recording = recording_cost(recording_s, Path(scratch) / "runner", runner_episodes)
+        if not quiet:
+            print("perf: rollouts/s with 1 and 2 workers ...", file=sys.stderr, flush=True)
+        rollouts = rollouts_per_second(rollout_s)
+        file_io = rollout_file_io(Path(scratch), io_episodes)
+    if not file_io["round_trip_equal"]:
+        failures.append("rollout file I/O: the episodes read back differ from those written")
     by_backend = {r["backend"]: r["rollouts_per_s"] for r in rollouts}
-    report = {"quick": quick, "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count(), "envs": envs, "rollouts": rollouts,
-              "scaling_ratio": by_backend["2 processes"] / by_backend["1 process"],
-              "scripts": scripts, "notes": notes, "failures": failures, "load_note": LOAD_NOTE}
+    report = {"quick": quick, "load_average_1min": os.getloadavg()[0], "cpus": os.cpu_count(), "envs": envs,
+              "recording": recording, "rollouts": rollouts,
+              "scaling_ratio": by_backend["2 processes"] / by_backend["1 process"], "file_io": file_io,
+              "notes": notes, "failures": failures, "load_note": LOAD_NOTE}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "perf.json", report)
     markdown = perf_markdown(report)

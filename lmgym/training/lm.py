@@ -111,7 +111,7 @@ class LMTrainConfig(LoopConfig):
     lora_alpha: int = 16
     """LoRA scale numerator"""
     bf16: bool = False
-    """bfloat16 autocast of the forward pass (weights, gradients and optimizer stay float32): faster on CPUs with bf16 units (benchmarks/distill.py run() measures it)"""
+    """bfloat16 autocast of the forward pass (weights, gradients and optimizer stay float32): faster on CPUs with bf16 units (studies/distill.py run() measures it)"""
     device: str | None = None
     """cpu or cuda (default: cuda when present)"""
 

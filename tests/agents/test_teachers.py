@@ -182,18 +182,11 @@ def test_teacher_for_picks_the_longest_family_prefix():
     assert teacher_for("lmgym/HotPotQA-Gen-Easy-v0").reader_name == "gen"
 
 
-# -- benchmarks/teachers.py on a tiny budget ----------------------------------------------------
-def test_benchmark_script_plays_both_agents_and_resumes(tmp_path):
-    import importlib.util
-    from pathlib import Path
-
+# -- studies/teachers.py on a tiny budget ----------------------------------------------------
+def test_benchmark_script_plays_both_agents_and_resumes(tmp_path, load_study):
     from lmgym.io import read_jsonl
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "teachers.py"
-    spec = importlib.util.spec_from_file_location("teachers_benchmark", path)
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench  # its dataclasses look their module up there
-    spec.loader.exec_module(bench)
+    bench = load_study("teachers")
     summary = bench.run(quick=True, out=tmp_path, only=["HotPotQA-Gen-Hard"])
     rows = list(read_jsonl(tmp_path / "episodes.jsonl"))
     assert sorted((r["agent"], r["episode"]) for r in rows) == sorted(
@@ -203,7 +196,7 @@ def test_benchmark_script_plays_both_agents_and_resumes(tmp_path):
     assert by_agent["teacher"]["f1"] == 1.0 and 0 < by_agent["teacher"]["success_ci95"][0] < 1
     bench.run(quick=True, out=tmp_path, only=["HotPotQA-Gen-Hard"])  # resumes: nothing left to play
     assert len(list(read_jsonl(tmp_path / "episodes.jsonl"))) == len(rows)
-    assert "| HotPotQA-Gen-Hard | teacher | 5 | 100.0%" in (tmp_path / "summary.md").read_text()
+    assert f"| HotPotQA-Gen-Hard | teacher | {bench.QUICK_EPISODES} | 100.0%" in (tmp_path / "summary.md").read_text()
 
 
 def test_webshop_teacher_says_which_observation_mode_it_reads():

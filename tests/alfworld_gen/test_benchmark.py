@@ -1,7 +1,4 @@
-"""benchmarks/alfworld_gen.py on a tiny budget: its pieces give sound numbers and the log resumes."""
-
-import importlib.util
-from pathlib import Path
+"""studies/alfworld_gen.py on a tiny budget: its pieces give sound numbers and the log resumes."""
 
 import pytest
 
@@ -10,15 +7,10 @@ pytest.importorskip("alfworld", reason="the generator reads the alfworld wheel")
 from lmgym.envs.alfworld.gen.generator import generate_game  # noqa: E402
 from lmgym.io import read_jsonl  # noqa: E402
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "alfworld_gen.py"
-
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("alfworld_gen_benchmark", BENCHMARK)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def bench(load_study):
+    return load_study("alfworld_gen")
 
 
 def test_speed_expert_and_knob_table(bench):

@@ -1,10 +1,8 @@
 """The committed JSON-record generators (diffusion and AR) and any model folder behind the PromptEdit generator
-interface, and the sampler benchmark."""
+interface (the sampler study's quick run: tests/test_studies.py)."""
 
-import importlib.util
 import json
 import os
-from pathlib import Path
 
 import pytest
 import torch
@@ -20,8 +18,6 @@ from lmgym.components.record_generator import (
     DiffusionRecordGenerator,
     RecordGenerator,
 )
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -52,28 +48,6 @@ def test_a_prompts_texts_do_not_depend_on_the_other_prompts_of_the_call(generato
     # a longer prompt beside it used to change its left padding and its share of the noise
     assert generator.generate([prompts["MultiWOZ"], prompts["SuperNI"]], n=3, seed=7)[3:] == alone
     assert generator.generate([prompts["SuperNI"], prompts["TruthfulQA"]], n=3, seed=7)[:3] == alone
-
-
-def test_diffusion_sampler_benchmark_quick():
-    spec = importlib.util.spec_from_file_location("diffusion_sampler", REPO / "benchmarks" / "diffusion_sampler.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    results = bench.run(quick=True)
-    rows = {(r["setting"], r["sampler"]): r for r in results["rows"]}
-    samplers = ("reference", "threshold", "threshold+cache", "threshold+dualcache", "threshold+dualcache+eos")
-    assert set(rows) == {(s, n) for s in ("greedy", "sampling") for n in samplers}
-    assert rows[("greedy", "reference")]["forward_passes"] == results["gen_length"]  # LLaDA: one token per pass
-    assert rows[("greedy", "reference")]["agreement_with_reference"] == 1.0
-    for setting in ("greedy", "sampling"):
-        # threshold decoding needs at least one pass per block and at most one per token
-        for name in samplers[1:4]:
-            assert results["gen_length"] // results["block_length"] <= rows[(setting, name)]["forward_passes"] <= results["gen_length"]
-        # stopping at EOS skips the blocks after every record has ended, and changes no record
-        assert rows[(setting, "threshold+dualcache+eos")]["forward_passes"] <= rows[(setting, "threshold+dualcache")]["forward_passes"]
-        assert rows[(setting, "threshold+dualcache+eos")]["json_valid"] == rows[(setting, "threshold+dualcache")]["json_valid"]
-    assert 0.0 <= rows[("greedy", "threshold+cache")]["agreement_with_reference"] <= 1.0
-    assert set(results["speedup"]) == {f"{s}/{n}" for s in ("greedy", "sampling") for n in samplers[1:]}
-    assert "| greedy | reference |" in bench.to_markdown(results)
 
 
 # -- any folder behind the same interface: diffusion, autoregressive, LLaDA's own code -------------

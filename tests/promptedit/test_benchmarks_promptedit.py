@@ -1,49 +1,16 @@
-"""The PromptEdit benchmark scripts run, on tiny budgets, and give the tables they promise."""
-
-import importlib.util
-from pathlib import Path
+"""The PromptEdit generator study keeps its cells and resumes (its quick run: tests/test_studies.py)."""
 
 import pytest
 
 from lmgym.data import data_root
-from lmgym.envs.promptedit.judge import METRIC_KEYS
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 pytestmark = pytest.mark.skipif(
     data_root() is None or not all((data_root() / name).exists() for name in ("self_instruct", "super_natural_instructions")),
     reason="needs LMGYM_DATA/self_instruct and super_natural_instructions")
 
 
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_baselines_table_has_every_metric_and_the_hill_climber_beats_the_static_prompt():
-    baselines = _load("promptedit_baselines")
-    # SuperNI: a task the default generator writes valid records for once the prompt names every field
-    result = baselines.run_task("SuperNI", episodes=1, steps=2, batch_size=8, eval_seeds=range(10_000, 10_002))
-    table = result["baselines"]
-    assert set(table) == {"static", "random", "greedy"}
-    for row in table.values():
-        assert set(METRIC_KEYS) | {"reward", "generator_calls"} <= set(row)
-    assert table["static"]["generator_calls"] == 0 and table["greedy"]["generator_calls"] > 2
-    assert table["greedy"]["reward"] > table["static"]["reward"]
-    assert result["seconds_per_cycle"]["generate"] > 0 and result["seconds_per_cycle"]["judge"] > 0
-    assert "| greedy |" in baselines.markdown({"tasks": {"SuperNI": result}})
-
-
-def test_judge_benchmark_measures_a_64_record_pass():
-    judge = _load("promptedit_judge")
-    row = judge.measure_task("SelfInstruct", rounds=1)
-    assert row["judge_new_s"] > 0 and row["judge_cached_s"] > 0 and row["floor_s"] > 0
-    assert row["seconds_per_cycle_batch64"] == pytest.approx(row["generate_s"] + row["judge_new_s"])
-
-
-def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_path):
-    bench = _load("promptedit_generator")
+def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_path, load_study):
+    bench = load_study("promptedit_generator")
     # a stored free-form prompt stands in for SmolLM2's, which takes minutes to write on a CPU
     prompt = "Write a SuperNI task instance as a JSON object with a definition, an input and an output."
     (tmp_path / "smollm2_prompts.json").write_text(f'{{"SuperNI": {{"request": "-", "prompt": "{prompt}"}}}}')
@@ -67,38 +34,3 @@ def test_generator_benchmark_gives_rates_with_wilson_intervals_and_resumes(tmp_p
     assert (tmp_path / "cells.jsonl").read_text().splitlines() == cells  # resumed: nothing measured twice
     markdown = (tmp_path / "results.md").read_text()
     assert "| rules schema-valid | rules TSR |" in markdown and markdown.count("| SuperNI |") == 4
-
-
-def test_aod_table_tabulates_a_spec_and_pairs_each_task_with_its_ar_twin(tmp_path):
-    from lmgym.benchmarks.spec import load_spec
-
-    aod_table = _load("aod_table")
-    rules = "lmgym.envs.promptedit.generators:RuleBasedGenerator"
-    # the twin runs the same stand-in generator, so the ablation's paired differences must be 0
-    (tmp_path / "spec.yaml").write_text(f"""
-id: aod-tiny
-episodes: 2
-max_steps: 1
-envs:
-  - {{id: lmgym/PromptEdit-SuperNI-v0, kwargs: {{batch_size: 4, generator: "{rules}"}}, label: SuperNI}}
-  - {{id: lmgym/PromptEdit-SuperNI-v0, kwargs: {{batch_size: 4, generator: "{rules}"}}, label: SuperNI-AR,
-     agents: [hill-climb, static-ar]}}
-agents:
-  - static
-  - {{name: static-ar, kind: static}}
-  - {{name: hill-climb, kwargs: {{budget: 3}}}}
-""")
-    aod_table.run_benchmark(load_spec(tmp_path / "spec.yaml"), tmp_path / "out", backend="inprocess", quiet=True,
-                            plots=False)
-    records = aod_table.episode_records(tmp_path / "out")
-    cells = {(r["env"], r["agent"]) for r in records}
-    assert cells == {("SuperNI", "static"), ("SuperNI", "static-ar"), ("SuperNI", "hill-climb"),
-                     ("SuperNI-AR", "hill-climb"), ("SuperNI-AR", "static-ar")} and len(records) == 10
-    cells = aod_table.table(records)
-    assert cells["SuperNI"]["static"]["generator_calls"][0] == 0 and cells["SuperNI"]["hill-climb"]["n"] == 2
-    # on the twin, "static-ar" stands for "static" (a policy trained against the AR generator)
-    ablation = aod_table.generator_ablation(records)
-    assert [(r["agent"], r["ar_agent"], r["n"], r["difference"]) for r in ablation] == [
-        ("hill-climb", "hill-climb", 2, 0.0), ("static", "static-ar", 2, 0.0)]
-    assert "**AR-generator ablation**" in aod_table.markdown(cells, aod_table.paired(records), ["static", "hill-climb"],
-                                                             ablation)

@@ -1,6 +1,5 @@
 """The procedural WebShop catalogue: layout, determinism, prefixes, solvability, the benchmark."""
 
-import importlib.util
 import json
 import os
 import re
@@ -100,11 +99,9 @@ def test_the_expert_buys_the_goal_on_generated_catalogues(observation_mode):
     assert wins == 4
 
 
-def test_latency_benchmark_measures_every_kind():
+def test_latency_benchmark_measures_every_kind(load_study):
     pytest.importorskip("spacy")
-    spec = importlib.util.spec_from_file_location("webshop_latency", REPO / "benchmarks" / "webshop_latency.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_study("webshop_latency")
     row = bench.measure(300, episodes=2, searches=5)
     for kind in ("search", "reset", "step:search", "step:click", "step:buy"):
         assert row[kind]["n"] > 0 and 0 < row[kind]["median_ms"] <= row[kind]["p95_ms"]

@@ -15,7 +15,7 @@ test checks the count against the generator's own.
 its first step it searches (search seeds drawn from the agent's own stream, never the env's),
 then submits the best prompt found as ``replace prompt: <prompt>``; the env judges it on a batch
 seed from the env's stream, the held-out evaluation the benchmark row reports. A spec runs these
-agents with ``max_steps: 1`` (benchmarks/specs/aod.yaml). A method that ends on the starting
+agents with ``max_steps: 1`` (studies/specs/aod.yaml). A method that ends on the starting
 prompt submits an unchanged prompt, which the env refuses; its row then reports the judgment of
 the starting prompt at reset, also a batch of the env's stream.
 """

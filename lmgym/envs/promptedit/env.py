@@ -59,7 +59,7 @@ class PromptEditEnv(TextEnv):
     ``feedback`` (str), ``sub_rewards`` (tsr, diversity, novelty, non_memorisation, rubric),
     ``rubric`` (question -> bool), ``prompt`` and ``score`` (the current prompt's reward, what
     the benchmark runner's score column averages over final prompts). No ``expert_action``: the greedy hill-climber
-    of ``benchmarks/promptedit_baselines.py`` needs a generation per candidate edit.
+    of ``studies/promptedit_baselines.py`` needs a generation per candidate edit.
 
     ## Rewards
     After a valid edit: ``tsr * (0.5 + 0.25 * min(diversity, 1) + 0.25 * novelty)`` of the new

@@ -46,7 +46,7 @@ class ALFWorldGenEnv(ALFWorldEnv):
     (a plan is written from the full initial state); the checks of
     `lmgym.envs.alfworld.gen.check` (walkthrough and ALFWorld expert win within the step limit,
     native and official engines agree step by step) run on samples in tests/alfworld_gen and
-    on batches in benchmarks/alfworld_gen.py.
+    on batches in studies/alfworld_gen.py.
     Needs the ``alfworld`` package (extra ``lmgym[textworld]``) for the room layouts; no data.
 
     ## Action Space

@@ -19,7 +19,7 @@ modes, columns metrics, 95% intervals: Wilson for rates, normal for means; then 
 against every other row on the seeds both answered: questions only one of them got right, and the
 exact McNemar p) and ``latent_steps.png`` (EM against latent steps) under ``--out``.
 
-    python benchmarks/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
+    python studies/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
         --adapters stop=arith-diffmas-stop flow=arith-diffmas-flow --ablation 0 5 10 20 40 --out runs/kvteam/arith-tiny
 """
 
@@ -30,6 +30,7 @@ import functools
 import math
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -48,29 +49,26 @@ from lmgym.stats import mcnemar_exact, mean_interval, wilson_interval
 SC_TEMPERATURE = 0.7
 NO_TRACE = "-notrace"
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--backbone", default="arith-ar", help="'smollm2', an installed name or a model folder")
-parser.add_argument("--env", default="lmgym/Arith-v0")
-parser.add_argument("--episodes", type=int, default=100, help="held-out seeds 0..N-1")
-parser.add_argument("--modes", nargs="*", default=["single", "textmas", "latentmas"],
-                    help="training-free modes (DiffMAS rows come from --adapters)")
-parser.add_argument("--adapters", nargs="*", default=[], help="DiffMAS rows as LABEL=FOLDER (kvteam_sft output)")
-parser.add_argument("--latent-steps", type=int, default=10)
-parser.add_argument("--ablation", type=int, nargs="*", default=[], help="other latent steps for the latent rows")
-parser.add_argument("--ablation-episodes", type=int, default=None, help="seeds per ablation cell (default --episodes)")
-parser.add_argument("--no-trace-control", action="store_true",
-                    help="also run each adapter's Solver with an empty trace: the LoRA's SFT without the team")
-parser.add_argument("--samples", type=int, default=5, help="self-consistency samples (0: skip)")
-parser.add_argument("--no-perplexity", action="store_true")
-parser.add_argument("--max-new-tokens", type=int, default=64)
-parser.add_argument("--text-tokens", type=int, default=48, help="TextMAS message budget per upstream agent")
-parser.add_argument("--out", default="runs/kvteam/bench")
-args = parser.parse_args()
-torch.set_num_threads(1)
-out = Path(args.out)
-out.mkdir(parents=True, exist_ok=True)
-rows_path = out / "episodes.jsonl"
-numeric = family_of(args.env) == "Arith"
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backbone", default="arith-ar", help="'smollm2', an installed name or a model folder")
+    parser.add_argument("--env", default="lmgym/Arith-v0")
+    parser.add_argument("--episodes", type=int, default=100, help="held-out seeds 0..N-1")
+    parser.add_argument("--modes", nargs="*", default=["single", "textmas", "latentmas"],
+                        help="training-free modes (DiffMAS rows come from --adapters)")
+    parser.add_argument("--adapters", nargs="*", default=[], help="DiffMAS rows as LABEL=FOLDER (kvteam_sft output)")
+    parser.add_argument("--latent-steps", type=int, default=10)
+    parser.add_argument("--ablation", type=int, nargs="*", default=[], help="other latent steps for the latent rows")
+    parser.add_argument("--ablation-episodes", type=int, default=None, help="seeds per ablation cell (default --episodes)")
+    parser.add_argument("--no-trace-control", action="store_true",
+                        help="also run each adapter's Solver with an empty trace: the LoRA's SFT without the team")
+    parser.add_argument("--samples", type=int, default=5, help="self-consistency samples (0: skip)")
+    parser.add_argument("--no-perplexity", action="store_true")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--text-tokens", type=int, default=48, help="TextMAS message budget per upstream agent")
+    parser.add_argument("--out", default="runs/kvteam/bench")
+    return parser
 
 
 def score(env, seed: int, answer: str) -> dict:
@@ -81,19 +79,19 @@ def score(env, seed: int, answer: str) -> dict:
 
 
 @functools.cache
-def adapter_model(folder: str):
+def adapter_model(backbone: str, folder: str):
     """A fresh backbone with the adapters of `folder`, loaded once for all of its cells (peft
-    injects the LoRA layers into the model it wraps, so the shared `backbone` stays plain)."""
-    model, tokenizer = load_backbone(args.backbone)
+    injects the LoRA layers into the model it wraps, so the shared backbone stays plain)."""
+    model, tokenizer = load_backbone(backbone)
     return load_adapters(model, folder), tokenizer
 
 
-def make_team(label: str, mode: str, latent_steps: int) -> KVTeam:
+def make_team(args: argparse.Namespace, backbone, label: str, mode: str, latent_steps: int) -> KVTeam:
     if mode == "diffmas":
         name = label.split("-", 1)[1].removesuffix(NO_TRACE)
         folder = resolve_installed(dict(a.split("=", 1) for a in args.adapters)[name])
         trained = read_meta(folder)["kvteam"]
-        model, tokenizer = adapter_model(folder)
+        model, tokenizer = adapter_model(args.backbone, folder)
         keep, upstream = trained["keep"], trained["gradient"] == "flow"
     else:
         model, tokenizer = backbone
@@ -103,13 +101,15 @@ def make_team(label: str, mode: str, latent_steps: int) -> KVTeam:
                   text_tokens=args.text_tokens, max_new_tokens=args.max_new_tokens, upstream_adapter=upstream)
 
 
-def run_cell(label: str, mode: str, latent_steps: int, seeds: range, full: bool) -> None:
+def run_cell(args: argparse.Namespace, backbone, label: str, mode: str, latent_steps: int, seeds: range,
+             full: bool) -> None:
     """Evaluate one (row, latent steps) on `seeds`, appending one line per seed not done yet."""
+    rows_path, numeric = Path(args.out) / "episodes.jsonl", family_of(args.env) == "Arith"
     done = {(r["label"], r["latent_steps"], r["seed"]) for r in read_jsonl(rows_path)} if rows_path.exists() else set()
     todo = [s for s in seeds if (label, latent_steps, s) not in done]
     if not todo:
         return
-    team, env = make_team(label, mode, latent_steps), gym.make(args.env)
+    team, env = make_team(args, backbone, label, mode, latent_steps), gym.make(args.env)
     for seed in todo:
         observation, info = env.reset(seed=seed)
         shared = team.prepare(observation)  # the upstream agents run once; every Solver pass below reads it
@@ -155,12 +155,12 @@ def summarize(rows: list[dict]) -> list[dict]:
     return result
 
 
-def paired(rows: list[dict]) -> list[dict]:
+def paired(rows: list[dict], latent_steps: int) -> list[dict]:
     """Each DiffMAS row against every other row at the main latent steps (or 0), on the seeds both
     answered: questions only the first got right, only the second, and the exact McNemar p."""
     main = {}
     for r in rows:
-        if r["latent_steps"] == (args.latent_steps if r["mode"] in ("latentmas", "diffmas") and not r["label"].endswith(NO_TRACE) else 0):
+        if r["latent_steps"] == (latent_steps if r["mode"] in ("latentmas", "diffmas") and not r["label"].endswith(NO_TRACE) else 0):
             main.setdefault(r["label"], {})[r["seed"]] = r["em"]
     result = []
     for first in sorted(label for label in main if label.startswith("diffmas-") and not label.endswith(NO_TRACE)):
@@ -177,7 +177,7 @@ def ci(value: float, interval, digits: int = 2) -> str:
     return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
-def table(cells: list[dict], comparisons: list[dict]) -> str:
+def table(args: argparse.Namespace, cells: list[dict], comparisons: list[dict]) -> str:
     lines = [f"`{args.env}`, backbone `{args.backbone}`, {args.latent_steps} latent steps, seeds 0..{args.episodes - 1}; "
              f"self-consistency over {args.samples} samples at temperature {SC_TEMPERATURE}.", "",
              "| mode | n | EM [95% CI] | F1 | answer perplexity [95% CI] | self-consistency EM [95% CI] "
@@ -212,7 +212,7 @@ def table(cells: list[dict], comparisons: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(cells: list[dict], path: Path) -> None:
+def plot(args: argparse.Namespace, cells: list[dict], path: Path) -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for label in sorted({c["label"] for c in cells}):
@@ -233,24 +233,48 @@ def plot(cells: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-# --- run ----------------------------------------------------------------------------------------
-started = time.time()
-backbone = load_backbone(args.backbone)  # it resolves installed names
-rows_spec = [(mode, mode) for mode in args.modes] + [(f"diffmas-{a.split('=', 1)[0]}", "diffmas") for a in args.adapters]
-for label, mode in rows_spec:
-    steps = args.latent_steps if mode in ("latentmas", "diffmas") else 0
-    run_cell(label, mode, steps, range(args.episodes), full=True)
-    if mode == "diffmas" and args.no_trace_control:
-        run_cell(label + NO_TRACE, mode, 0, range(args.episodes), full=True)
-for m in args.ablation:
+def study(args: argparse.Namespace) -> dict:
+    """Every row of `args` on its seeds (resuming what ``--out`` holds), then the summary, table
+    and plot; returns the summary."""
+    torch.set_num_threads(1)
+    out, started = Path(args.out), time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    backbone = load_backbone(args.backbone)  # it resolves installed names
+    rows_spec = [(mode, mode) for mode in args.modes] + [(f"diffmas-{a.split('=', 1)[0]}", "diffmas") for a in args.adapters]
     for label, mode in rows_spec:
-        if mode in ("latentmas", "diffmas") and m != args.latent_steps:
-            run_cell(label, mode, m, range(args.ablation_episodes or args.episodes), full=False)
-rows = list(read_jsonl(rows_path))
-cells, comparisons = summarize(rows), paired(rows)
-atomic_write_json(out / "summary.json", {"args": vars(args), "cells": cells, "paired": comparisons,
-                                         "wall_s_this_run": time.time() - started})
-atomic_write_text(out / "table.md", table(cells, comparisons))
-if args.ablation:
-    plot(cells, out / "latent_steps.png")
-print(table(cells, comparisons))
+        steps = args.latent_steps if mode in ("latentmas", "diffmas") else 0
+        run_cell(args, backbone, label, mode, steps, range(args.episodes), full=True)
+        if mode == "diffmas" and args.no_trace_control:
+            run_cell(args, backbone, label + NO_TRACE, mode, 0, range(args.episodes), full=True)
+    for m in args.ablation:
+        for label, mode in rows_spec:
+            if mode in ("latentmas", "diffmas") and m != args.latent_steps:
+                run_cell(args, backbone, label, mode, m, range(args.ablation_episodes or args.episodes), full=False)
+    rows = list(read_jsonl(out / "episodes.jsonl"))
+    cells, comparisons = summarize(rows), paired(rows, args.latent_steps)
+    markdown = table(args, cells, comparisons)
+    summary = {"args": vars(args), "cells": cells, "paired": comparisons, "wall_s_this_run": time.time() - started}
+    atomic_write_json(out / "summary.json", summary)
+    atomic_write_text(out / "table.md", markdown)
+    if args.ablation:
+        plot(args, cells, out / "latent_steps.png")
+    return {**summary, "table": markdown}
+
+
+#: Quick: the installed tiny backbone and one DiffMAS adapter on 2 seeds, 2 latent steps, short answers.
+QUICK = ["--episodes", "2", "--latent-steps", "2", "--samples", "0", "--no-perplexity", "--max-new-tokens", "24",
+         "--text-tokens", "8", "--adapters", "stop=arith-diffmas-stop"]
+
+
+def run(quick: bool = False, argv: list[str] | None = None) -> dict:
+    """The study with the defaults (`argv` overrides them); quick: `QUICK` into a fresh temporary folder."""
+    options = [*QUICK, "--out", tempfile.mkdtemp(prefix="lmgym-kvteam-")] if quick else []
+    return study(build_parser().parse_args(options + list(argv or [])))
+
+
+def main() -> None:
+    print(study(build_parser().parse_args())["table"])
+
+
+if __name__ == "__main__":
+    main()

@@ -37,7 +37,7 @@ configuration (``threshold+dualcache+eos``) over the reference in each setting, 
 schema validity and TSR are at least the reference's. ``results["failures"]`` lists every claim
 that does not hold; the script exits 1 then, and ``lmgym bench perf`` reports it as a failure.
 
-Run: ``python benchmarks/diffusion_sampler.py`` (n=8, 3 repeats; ``--n``, ``--repeats``) or
+Run: ``python studies/diffusion_sampler.py`` (n=8, 3 repeats; ``--n``, ``--repeats``) or
 ``--quick`` (2 tasks, n=1, once).
 """
 

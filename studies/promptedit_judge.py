@@ -18,8 +18,8 @@ Medians over the rounds. With ``--minilm`` (and not quick) the same is measured 
 all-MiniLM-L6-v2 embedder (`lmgym.components.embeddings.MiniLMEmbedder`) on one task. The
 machine is shared: absolute seconds move with its load; ratios move much less.
 
-Run: ``python benchmarks/promptedit_judge.py [--minilm]`` (5 rounds) or ``--quick`` (2 rounds,
-two tasks). `run(quick)` returns the figures as a dict. ``--lm-judge`` instead compares the
+Run: ``python studies/promptedit_judge.py [--minilm]`` (5 rounds, every task) or ``--quick``
+(1 round, SelfInstruct: seconds). `run(quick)` returns the figures as a dict. ``--lm-judge`` instead compares the
 SmolLM2 rubric judge with the rule judge on 4 SelfInstruct batches (`measure_lm_judge`).
 ``--memory N`` instead makes N judge calls on fresh 16-record batches (`measure_memory`) and
 reports the process's resident memory every N/10 calls: the judge's caches are bounded in MB,
@@ -154,10 +154,10 @@ def measure_memory(task: str, calls: int, batch: int = 16) -> dict:
             "growth_after_first_tenth_mb": round(last - first, 1)}
 
 
-def run(quick: bool, minilm: bool = False) -> dict:
-    rounds = 2 if quick else 5
+def run(quick: bool = False, minilm: bool = False) -> dict:
+    rounds = 1 if quick else 5
     tasks, skipped = {}, {}
-    for task in sorted(LOADERS)[: 2 if quick else None]:
+    for task in ("SelfInstruct",) if quick else sorted(LOADERS):
         try:
             tasks[task] = measure_task(task, rounds)
         except DataNotFoundError as error:
@@ -174,9 +174,9 @@ def run(quick: bool, minilm: bool = False) -> dict:
     return result
 
 
-if __name__ == "__main__":
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds, two tasks")
+    parser.add_argument("--quick", action="store_true", help="1 round, SelfInstruct")
     parser.add_argument("--minilm", action="store_true", help="also measure with all-MiniLM-L6-v2 (needs torch)")
     parser.add_argument("--lm-judge", action="store_true", help="only compare the SmolLM2 rubric judge with the rule judge")
     parser.add_argument("--memory", type=int, metavar="CALLS", help="only measure memory over CALLS judge calls")
@@ -184,10 +184,10 @@ if __name__ == "__main__":
     args = parser.parse_args()
     if args.memory:
         print(json.dumps(measure_memory(args.task, args.memory), indent=1))
-        raise SystemExit(0)
+        return
     if args.lm_judge:
         print(json.dumps(measure_lm_judge("SelfInstruct", range(2))))
-        raise SystemExit(0)
+        return
     result = run(args.quick, args.minilm)
     header = "| task | judge 64 new (s) | judge 64 cached (s) | floor (s) | judge/floor | generate 64 (s) | build (s) |"
     print(header + "\n|" + " --- |" * 7)
@@ -196,3 +196,7 @@ if __name__ == "__main__":
         print(f"| {task} | {r['judge_new_s']:.3f} | {r['judge_cached_s']:.3f} | {r['floor_s']:.3f} | "
               f"{r['judge_new_over_floor']:.1f} | {r['generate_s']:.3f} | {r['build_s']:.2f} |")
     print(json.dumps({k: v for k, v in result.items() if k not in ("tasks", "minilm_SelfInstruct")}))
+
+
+if __name__ == "__main__":
+    main()

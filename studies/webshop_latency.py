@@ -16,8 +16,9 @@ figures move with its load; each process also times a fixed calibration workload
 (`calibration_ms`), and the report gives every latency as a ratio to the 1k catalogue's
 measured in the same run, both of which move much less with load.
 
-Run: ``python benchmarks/webshop_latency.py`` (1k, 10k, 100k; a few minutes) or
-``--quick`` (1k, 10k; under a minute). `run(quick)` returns the same table as a dict.
+Run: ``python studies/webshop_latency.py`` (1k, 10k, 100k; a few minutes) or
+``--quick`` (300 and 1k products, 2 episodes, 10 searches: seconds). `run(quick)` returns the
+same table as a dict.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 SIZES_FULL = (1_000, 10_000, 100_000)
-SIZES_QUICK = (1_000, 10_000)
+SIZES_QUICK = (300, 1_000)
 TARGET_SEARCH_MS_AT_100K = 10.0
 TARGET_PEAK_MB_AT_100K = 1024.0
 REPO = Path(__file__).resolve().parents[1]
@@ -135,10 +136,10 @@ def _measure_in_fresh_process(num_products: int, episodes: int, searches: int) -
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(quick: bool = True) -> dict:
+def run(quick: bool = False) -> dict:
     """The latency table: one row per size, with ratios to the smallest size's row."""
     sizes = SIZES_QUICK if quick else SIZES_FULL
-    episodes, searches = (10, 50) if quick else (30, 200)
+    episodes, searches = (2, 10) if quick else (30, 200)
     rows = [_measure_in_fresh_process(n, episodes, searches) for n in sizes]
     reference = rows[0]
     for row in rows:
@@ -177,7 +178,7 @@ def markdown_table(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="1k and 10k products only (under a minute)")
+    parser.add_argument("--quick", action="store_true", help="300 and 1k products, 2 episodes, 10 searches (seconds)")
     parser.add_argument("--json", type=Path, help="also write the result as JSON here")
     parser.add_argument("--child", nargs=3, type=int, metavar=("PRODUCTS", "EPISODES", "SEARCHES"),
                         help=argparse.SUPPRESS)

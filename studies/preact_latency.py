@@ -24,7 +24,7 @@ with Wilson / normal 95% intervals, seconds per question, and for P-ReAct the ra
 ReAct's seconds on the same questions (bootstrap 95% interval over questions) and the ideal
 bound: each of its turns taking max(decoding, tool latency), i.e. the tool time fully hidden.
 
-    LMGYM_DATA=../shared/data python benchmarks/preact_latency.py --out runs/preact/bench
+    LMGYM_DATA=../shared/data python studies/preact_latency.py --out runs/preact/bench
 
 Writes ``results.json``, ``table.md`` and ``latency.png`` (seconds per question against tool
 latency, and EM against seconds) under ``--out``; each latency's run folder is a resumable
@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,23 +56,25 @@ GEN_ENVS = (("HotPotQA-Gen easy", "lmgym/HotPotQA-Gen-Easy-v0"), ("HotPotQA-Gen 
 REAL_ENV = ("HotPotQA dev", "lmgym/HotPotQA-v0")
 AGENT_ORDER = ("preact", "dllm-react", "tiny-ar", "smollm2", "teacher")
 
-parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--out", default="runs/preact/bench")
-parser.add_argument("--model", default=str(DEFAULT_CHECKPOINT), help="the P-ReAct diffusion folder")
-parser.add_argument("--ar-model", default="react/hotpotqa-preact-ar", help="the AR baseline folder")
-parser.add_argument("--episodes", type=int, default=100, help="questions per env at latency 0")
-parser.add_argument("--latency-episodes", type=int, default=30, help="questions per env at each latency > 0")
-parser.add_argument("--latencies", type=float, nargs="+", default=[0.1, 0.5, 2.0])
-parser.add_argument("--agents", nargs="+", default=["preact", "dllm-react", "tiny-ar", "teacher"],
-                    choices=["preact", "dllm-react", "tiny-ar", "teacher"], help="agents besides SmolLM2")
-parser.add_argument("--smollm2-episodes", type=int, default=0, help="questions per env for SmolLM2 (latency 0)")
-parser.add_argument("--smollm2-server", action="store_true",
-                    help="SmolLM2 through llama.cpp's OpenAI-compatible server on loopback instead of in process")
-parser.add_argument("--smollm2-port", type=int, default=8011, help="the server's loopback port (fixed: a run resumes)")
-parser.add_argument("--max-steps", type=int, default=7, help="step limit (ReAct's HotPotQA loop)")
-parser.add_argument("--workers", type=int, default=2, help="processes; one thread each")
-parser.add_argument("--no-real", action="store_true", help="leave out the real HotPotQA questions")
-parser.add_argument("--gen", nargs="+", default=["easy", "medium", "hard"], help="HotPotQA-Gen difficulties")
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default="runs/preact/bench")
+    parser.add_argument("--model", default=str(DEFAULT_CHECKPOINT), help="the P-ReAct diffusion folder")
+    parser.add_argument("--ar-model", default="react/hotpotqa-preact-ar", help="the AR baseline folder")
+    parser.add_argument("--episodes", type=int, default=100, help="questions per env at latency 0")
+    parser.add_argument("--latency-episodes", type=int, default=30, help="questions per env at each latency > 0")
+    parser.add_argument("--latencies", type=float, nargs="+", default=[0.1, 0.5, 2.0])
+    parser.add_argument("--agents", nargs="+", default=["preact", "dllm-react", "tiny-ar", "teacher"],
+                        choices=["preact", "dllm-react", "tiny-ar", "teacher"], help="agents besides SmolLM2")
+    parser.add_argument("--smollm2-episodes", type=int, default=0, help="questions per env for SmolLM2 (latency 0)")
+    parser.add_argument("--smollm2-server", action="store_true",
+                        help="SmolLM2 through llama.cpp's OpenAI-compatible server on loopback instead of in process")
+    parser.add_argument("--smollm2-port", type=int, default=8011, help="the server's loopback port (fixed: a run resumes)")
+    parser.add_argument("--max-steps", type=int, default=7, help="step limit (ReAct's HotPotQA loop)")
+    parser.add_argument("--workers", type=int, default=2, help="processes; one thread each")
+    parser.add_argument("--no-real", action="store_true", help="leave out the real HotPotQA questions")
+    parser.add_argument("--gen", nargs="+", default=["easy", "medium", "hard"], help="HotPotQA-Gen difficulties")
+    return parser
 
 
 def run_at(args, envs, latency: float, episodes: int, agents: list[AgentSpec], name: str) -> tuple[list[dict], Path]:
@@ -226,14 +229,21 @@ def smollm2_cells(args: argparse.Namespace, envs) -> list[dict]:
     return cells(rows, folder, 0.0)
 
 
-def run(quick: bool = True, argv: list[str] | None = None) -> dict:
-    """The whole measurement; ``quick`` (``make bench``): 3 questions of HotPotQA-Gen easy, one latency."""
-    options = ["--out", "runs/preact/bench-quick", "--episodes", "3", "--latency-episodes", "2", "--latencies", "0.1",
-               "--no-real", "--gen", "easy", "--workers", "1"] if quick else []
-    return measure(parser.parse_args(options + list(argv or [])))
+#: Quick: 2 questions of HotPotQA-Gen easy at latency 0, then 1 at latency 0.1 s (and at the
+#: measured median), one process, into a fresh temporary folder.
+QUICK = ["--episodes", "2", "--latency-episodes", "1", "--latencies", "0.1", "--no-real", "--gen", "easy",
+         "--workers", "1"]
+
+
+def run(quick: bool = False, argv: list[str] | None = None) -> dict:
+    """The whole measurement with the defaults (`argv` overrides them); quick: `QUICK`."""
+    options = [*QUICK, "--out", tempfile.mkdtemp(prefix="lmgym-preact-")] if quick else []
+    return measure(build_parser().parse_args(options + list(argv or [])))
+
+
+def main() -> None:
+    measure(build_parser().parse_args())
 
 
 if __name__ == "__main__":
-    import sys
-
-    run(quick=False, argv=sys.argv[1:])
+    main()

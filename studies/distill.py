@@ -22,8 +22,8 @@ a Wilson interval; the same states for every student. Action match is the same f
 KL(teacher || student) per REASON and per ACT token, and the share of ACT tokens whose argmax is
 the teacher's (it separates methods at budgets too small for whole turns to come out right).
 
-    python benchmarks/distill.py --out runs/distill/hotpotqa --episodes 50
-    python benchmarks/distill.py --combine runs/distill/hotpotqa runs/distill/alfworld --out runs/distill/all
+    python studies/distill.py --out runs/distill/hotpotqa --episodes 50
+    python studies/distill.py --combine runs/distill/hotpotqa runs/distill/alfworld --out runs/distill/all
 
 Outputs in ``--out``: ``teacher_rollouts.jsonl``, ``students/<name>/`` (checkpoints and
 metrics), ``eval-<k>/`` (the benchmark run of env k), ``summary.json``, ``table.md``, ``success_vs_size.png``.
@@ -53,6 +53,7 @@ from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, parse_call
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.envs.registry import family_of
+from lmgym.models import zoo
 from lmgym.models.checkpoints import install_checkpoint, load_checkpoint, read_meta
 from lmgym.models.generation import generate
 from lmgym.react import PromptProfile, parse_completion
@@ -244,7 +245,7 @@ def combine(runs: list[str], out: Path) -> None:
     for run in runs:
         path = Path(run) / "summary.json"
         if not path.is_file():
-            sys.exit(f"error: {path} not found (run benchmarks/distill.py --out {run} first)")
+            sys.exit(f"error: {path} not found (run studies/distill.py --out {run} first)")
         summaries.append(json.loads(path.read_text()))
     teachers = [{c["env"]: (c["parameters"], Path(summary["options"]["teacher"]).name)
                  for c in summary["cells"] if c["method"] == "teacher"}
@@ -274,7 +275,7 @@ def combine(runs: list[str], out: Path) -> None:
     print(markdown)
 
 
-def step_seconds(quick: bool = True, repeats: int | None = None) -> dict:
+def step_seconds(quick: bool = False, repeats: int | None = None) -> dict:
     """One kd training step (forward, forward KL from the cached teacher, backward) on the same
     16 HotPotQA-Gen turns with logits over the whole sequence and over the completion window only
     (what the trainer does), alternated so both see the same machine load; seconds per step
@@ -355,11 +356,13 @@ def bf16_step_seconds(hidden_size: int = 384, num_layers: int = 6, repeats: int 
             "threads": threads, "note": "best of the alternated repeats; compare the ratio, not the seconds"}
 
 
-def run(quick: bool = True) -> dict:
-    """The perf suite's entry (`lmgym bench perf`): the trainer's completion-window speed-up, and
-    bf16 autocast against float32 on a teacher-sized training step."""
+def run(quick: bool = False) -> dict:
+    """The trainer's timings (the whole study is `main`): the completion-window speed-up, and bf16
+    autocast against float32 on a teacher-sized training step. Quick: one repeat each, and the
+    bf16 step on a 64-wide, 1-layer model (seconds: a check of the pipeline, not a figure)."""
     torch.set_num_threads(1)
-    return {**step_seconds(quick), "teacher_step_bf16": bf16_step_seconds(repeats=3 if quick else 10)}
+    bf16 = bf16_step_seconds(hidden_size=64, num_layers=1, repeats=1) if quick else bf16_step_seconds(repeats=10)
+    return {**step_seconds(quick, repeats=1 if quick else None), "teacher_step_bf16": bf16}
 
 
 def main() -> None:
@@ -390,6 +393,7 @@ def main() -> None:
     if args.combine:
         return combine(args.combine, Path(args.out))
     args.size = args.size or ["small:40:2", "tiny:16:2"]
+    args.teacher = str(zoo.resolve(args.teacher))  # an installed name ("react/hotpotqa-preact-ar") or a folder
     alone = max(args.jobs, args.workers)  # the stages that run by themselves (teacher data and cache, metrics) use every core
     out, started = Path(args.out), time.time()
     timings: dict[str, float] = {}
@@ -487,7 +491,7 @@ def main() -> None:
             best = max((c for c in cells if c["env"] == envs[0].name and c["method"] == method and not c["ablation"]),
                        key=lambda c: (c["success"], c["act_token_accuracy"]))  # ties: the closer fit
             target = install_checkpoint(folders[best["name"]], f"{DISTILL_ZOO}/{family_of(args.env).lower()}-{method}", meta={
-                "recipe": shlex.join(["python", "benchmarks/distill.py", *sys.argv[1:]]), "student": best["name"],
+                "recipe": shlex.join(["python", "studies/distill.py", *sys.argv[1:]]), "student": best["name"],
                 "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (best["name"], "teacher")}})
             print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")
 

@@ -7,7 +7,7 @@ this process (so the ratios compare runs under the same machine load):
 * ``B=1, cache``: one at a time, each episode's KV cache kept across its turns
   (`lmgym.models.backends.hf`);
 * ``B=8, cache``: eight episodes in lockstep (`lmgym.agents.runner.run_episodes`), one batched
-  model call per step.
+  model call per step (B = the number of episodes when fewer).
 
 Reported: episodes per minute, generated tokens per second, prompt tokens actually encoded,
 and the ratios (batching speed-up = B=8 over B=1 episodes/min, both cached; cache saving =
@@ -17,7 +17,7 @@ three runs (a difference would mean batching or caching changed a decision).
 Models: the tiny ReAct models trained here (``zoo/react/<family>-ar``,
 `examples/train_tiny_react.py`) and, unless ``--quick``, SmolLM2-135M-Instruct few-shot.
 
-Run: ``python benchmarks/lm_agents.py`` (full) or ``--quick`` (tiny models, few episodes).
+Run: ``python studies/lm_agents.py`` (full) or ``--quick`` (tiny models, 2 episodes of 3 steps: seconds).
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from pathlib import Path
 import gymnasium as gym
 import torch
 
-import lmgym
 from lmgym.agents.lm import LMAgent
 from lmgym.agents.runner import run_episodes
+from lmgym.models import zoo
 
-REACT = Path(lmgym.__file__).resolve().parent / "policies" / "checkpoints" / "react"
 ENVS = {"lmgym/ALFWorld-Gen-v0": "alfworld", "lmgym/HotPotQA-Gen-v0": "hotpotqa"}
 
 
@@ -57,10 +56,10 @@ def play(model: str, env_id: str, seeds: list[int], batch: int, cache: bool, max
 
 
 def measure(name: str, model: str, env_id: str, episodes: int, max_steps: int, **agent) -> dict:
-    seeds = list(range(episodes))
+    seeds, batch = list(range(episodes)), min(8, episodes)
     runs = [play(model, env_id, seeds, 1, False, max_steps, **agent),
             play(model, env_id, seeds, 1, True, max_steps, **agent),
-            play(model, env_id, seeds, 8, True, max_steps, **agent)]
+            play(model, env_id, seeds, batch, True, max_steps, **agent)]
     uncached, cached, batched = runs
     same = uncached["actions"] == cached["actions"] == batched["actions"]
     for run in runs:
@@ -75,17 +74,16 @@ def models(quick: bool) -> list[tuple[str, str, str, dict]]:
     """(name, model, env, agent kwargs) of every measured pair whose model is installed."""
     pairs = []
     for env_id, family in ENVS.items():
-        folder = REACT / f"{family}-ar"
-        if folder.is_dir():
-            pairs.append((f"tiny {family}-ar", str(folder), env_id, {}))
+        if zoo.is_installed(f"react/{family}-ar"):
+            pairs.append((f"tiny {family}-ar", str(zoo.path(f"react/{family}-ar")), env_id, {}))
         if not quick:
             pairs.append(("SmolLM2-135M few-shot", "smollm2", env_id, {"few_shot": 1}))
     return pairs
 
 
-def run(quick: bool = True, episodes: int | None = None, max_steps: int | None = None) -> dict:
+def run(quick: bool = False, episodes: int | None = None, max_steps: int | None = None) -> dict:
     torch.set_num_threads(1)
-    default_episodes, default_steps = (8, 6) if quick else (16, 10)
+    default_episodes, default_steps = (2, 3) if quick else (16, 10)
     episodes, max_steps = episodes or default_episodes, max_steps or default_steps
     results = [measure(name, model, env_id, episodes, max_steps, **kwargs) for name, model, env_id, kwargs in models(quick)]
     return {"episodes": episodes, "max_steps": max_steps, "load_average_1min": os.getloadavg()[0], "results": results}
@@ -101,21 +99,25 @@ def markdown(report: dict) -> str:
             label = f"B={r['batch']}, {'cache' if r['cache'] else 'no cache'}"
             lines.append(f"| {result['model']} | {result['env']} | {label} | {r['episodes_per_min']} | "
                          f"{r['generated_tokens_per_s']} | {r['prompt_tokens_encoded']} | {r['won']}/{r['episodes']} |")
-    lines += ["", "| model | env | batching B=8 / B=1 | cache / no cache (B=1) | prompt tokens encoded, cache / no cache | same actions |",
+    lines += ["", "| model | env | batching B=8 (or fewer) / B=1 | cache / no cache (B=1) | prompt tokens encoded, cache / no cache | same actions |",
               "| --- | --- | ---: | ---: | ---: | --- |"]
     lines += [f"| {r['model']} | {r['env']} | {r['batching_speedup']}x | {r['cache_speedup']}x | {r['encoded_token_ratio']} | "
               f"{'yes' if r['same_actions'] else 'no'} |" for r in report["results"]]
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--episodes", type=int, default=None, help="held-out seeds per run (default 8 quick, 16 full)")
-    parser.add_argument("--max-steps", type=int, default=None, help="steps per episode (default 6 quick, 10 full)")
+    parser.add_argument("--episodes", type=int, default=None, help="held-out seeds per run (default 2 quick, 16 full)")
+    parser.add_argument("--max-steps", type=int, default=None, help="steps per episode (default 3 quick, 10 full)")
     parser.add_argument("--out", default=None, help="also write the report as JSON here")
     args = parser.parse_args()
     report = run(quick=args.quick, episodes=args.episodes, max_steps=args.max_steps)
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(markdown(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -17,8 +17,8 @@ the held-out part. The WebShop teacher's choices were compared on train goals on
 (docs/teachers.md); the table plays the test goals. ALFWorld's priors come from the train
 split and the ALFWorld-Gen generator (`lmgym.envs.alfworld.priors`).
 
-    LMGYM_DATA=../shared/data python benchmarks/teachers.py --out runs/teachers    # the table in docs/teachers.md
-    python benchmarks/teachers.py --quick                                           # 5 episodes a cell
+    LMGYM_DATA=../shared/data python studies/teachers.py --out runs/teachers    # the table in docs/teachers.md
+    python studies/teachers.py --quick                                           # 2 episodes a cell
 
 Rows are appended to ``OUT/episodes.jsonl`` as episodes finish and a rerun skips the rows
 already there, so an interrupted run resumes; ``OUT/summary.md`` and ``summary.json`` hold
@@ -45,7 +45,7 @@ from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_js
 from lmgym.stats import wilson_interval
 
 AGENTS = ("expert", "teacher")
-QUICK_EPISODES = 5
+QUICK_EPISODES = 2
 HOTPOTQA_DEVELOPMENT = 100  # questions 0-99: the rules of the heuristic reader were written on these
 
 
@@ -150,7 +150,7 @@ def markdown(table: list[dict[str, Any]], notes: list[str]) -> str:
     return "\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n"
 
 
-def run(quick: bool = True, out: Path | None = None, only: list[str] | None = None) -> dict[str, Any]:
+def run(quick: bool = False, out: Path | None = None, only: list[str] | None = None) -> dict[str, Any]:
     """Play every cell (all episodes, or `QUICK_EPISODES` when quick); returns the summary."""
     out = Path(out or tempfile.mkdtemp(prefix="lmgym-teachers-"))
     log = out / "episodes.jsonl"

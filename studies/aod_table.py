@@ -1,6 +1,6 @@
 """The AoD table: every prompt optimiser on PromptEdit at one budget of generator calls, per task.
 
-    python benchmarks/aod_table.py --spec benchmarks/specs/aod.yaml --out runs/aod_bench
+    python studies/aod_table.py --spec studies/specs/aod.yaml --out runs/aod_bench
 
 Runs the spec with `lmgym bench` (`lmgym.benchmarks.runner.run_benchmark`: resumable, paired
 seeds) unless ``--no-run``, then reads each episode's transcript and writes into ``--out``:
@@ -17,6 +17,10 @@ seeds) unless ``--no-run``, then reads each episode's transcript and writes into
 * ``reward_vs_calls.png``: the best search reward so far against generator calls, mean over
   episodes, one panel per task (each method's ``PromptEvaluator.curve``; a method whose search
   ended early keeps its last value).
+
+`run(quick)` returns the tables as a dict; quick: two episodes of SuperNI and its twin, with the
+rule-based generator standing in for the diffusion one, the static prompt and a hill-climber at a
+budget of 3 calls (seconds; both need LMGYM_DATA).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
@@ -32,7 +37,7 @@ from scipy import stats
 
 from lmgym.benchmarks.report import _pyplot
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows, run_benchmark
-from lmgym.benchmarks.spec import load_spec
+from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, load_spec
 from lmgym.envs.promptedit.judge import METRIC_KEYS
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 
@@ -213,9 +218,50 @@ def plot_curves(records: list[dict], order: list[str], path: Path, env_order: li
     plt.close(fig)
 
 
+def tabulate(spec: BenchmarkSpec, out: Path, parts: list[str] = ()) -> dict:
+    """The tables, plot and comparisons of the episodes in `out` (or in the run folders `parts`,
+    the first folder's episode counting where they overlap), written into `out`."""
+    records, seen = [], set()
+    for folder in parts or [out]:
+        for record in episode_records(Path(folder)):
+            if (record["env"], record["agent"], record["episode"]) not in seen:
+                seen.add((record["env"], record["agent"], record["episode"]))
+                records.append(record)
+    out.mkdir(parents=True, exist_ok=True)
+    order, env_order = [a.name for a in spec.agents], [e.name for e in spec.envs]
+    cells, comparisons, ablation = table(records), paired(records), generator_ablation(records)
+    result = {"cells": cells, "comparisons": comparisons, "ar_ablation": ablation}
+    atomic_write_json(out / "aod_table.json", result)
+    report = markdown(cells, comparisons, order, ablation, env_order)
+    atomic_write_text(out / "aod_table.md", report)
+    plot_curves(records, order, out / "reward_vs_calls.png", env_order)
+    return {**result, "markdown": report}
+
+
+def quick_spec() -> BenchmarkSpec:
+    """Seconds of the same pipeline: SuperNI and its twin (both on the rule-based generator, so
+    the ablation's paired differences are 0), two episodes, a budget of 3 calls."""
+    rules = {"batch_size": 4, "generator": "lmgym.envs.promptedit.generators:RuleBasedGenerator"}
+    return BenchmarkSpec("aod-quick", (EnvSpec("lmgym/PromptEdit-SuperNI-v0", rules, label="SuperNI"),
+                                       EnvSpec("lmgym/PromptEdit-SuperNI-v0", rules, label="SuperNI-AR",
+                                               agents=("hill-climb", "static-ar"))),
+                         (AgentSpec("static"), AgentSpec("static-ar", "static"),
+                          AgentSpec("hill-climb", kwargs={"budget": 3})), episodes=2, max_steps=1)
+
+
+def run(quick: bool = False, spec: str = "studies/specs/aod.yaml", out: str | None = None,
+        backend: str = "processes", workers: int = 2) -> dict:
+    """Run the spec (resumable) into `out` and tabulate it; quick: `quick_spec` in process into a
+    fresh temporary folder."""
+    chosen = quick_spec() if quick else load_spec(spec)
+    folder = Path(out or (tempfile.mkdtemp(prefix="lmgym-aod-") if quick else "runs/aod_bench"))
+    run_benchmark(chosen, folder, backend="inprocess" if quick else backend, workers=workers, plots=False, quiet=quick)
+    return tabulate(chosen, folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--spec", default="benchmarks/specs/aod.yaml")
+    parser.add_argument("--spec", default="studies/specs/aod.yaml")
     parser.add_argument("--out", default="runs/aod_bench")
     parser.add_argument("--no-run", action="store_true", help="only tabulate what --out holds")
     parser.add_argument("--parts", nargs="*", default=[],
@@ -224,24 +270,11 @@ def main() -> None:
     parser.add_argument("--backend", default="processes", choices=("inprocess", "processes", "ray"))
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
-    spec, out = load_spec(args.spec), Path(args.out)
-    if not args.no_run:
-        run_benchmark(spec, out, backend=args.backend, workers=args.workers, plots=False)
-    records, seen = [], set()
-    for folder in args.parts or [out]:  # parts that overlap: the first folder's episode counts
-        for record in episode_records(Path(folder)):
-            if (record["env"], record["agent"], record["episode"]) not in seen:
-                seen.add((record["env"], record["agent"], record["episode"]))
-                records.append(record)
-    out.mkdir(parents=True, exist_ok=True)
-    order = [a.name for a in spec.agents]
-    cells, comparisons, ablation = table(records), paired(records), generator_ablation(records)
-    atomic_write_json(out / "aod_table.json", {"cells": cells, "comparisons": comparisons, "ar_ablation": ablation})
-    env_order = [e.name for e in spec.envs]
-    report = markdown(cells, comparisons, order, ablation, env_order)
-    atomic_write_text(out / "aod_table.md", report)
-    plot_curves(records, order, out / "reward_vs_calls.png", env_order)
-    print(report)
+    if args.no_run:
+        result = tabulate(load_spec(args.spec), Path(args.out), args.parts)
+    else:
+        result = run(spec=args.spec, out=args.out, backend=args.backend, workers=args.workers)
+    print(result["markdown"])
 
 
 if __name__ == "__main__":

@@ -22,14 +22,16 @@ each with a 95% Wilson interval over the records; records of one cell are i.i.d.
 batch seed. Cells are appended to ``cells.jsonl`` as they finish, so an interrupted run
 resumes; the table goes to ``results.json`` and ``results.md``.
 
-Run: ``LMGYM_DATA=/path/to/data python benchmarks/promptedit_generator.py`` (64 samples) or
-``--quick`` (16 samples, two tasks). `run(...)` returns the results dict.
+Run: ``LMGYM_DATA=/path/to/data python studies/promptedit_generator.py`` (64 samples) or
+``--quick`` (16 samples, SuperNI: seconds, plus SmolLM2 writing its prompt once). `run(...)`
+returns the results dict.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -121,9 +123,17 @@ def measure_cell(generator, task: SchemaTask, judge: JudgeCluster, kind: str, sa
             "example": example}
 
 
-def run(samples: int = 64, tasks: tuple[str, ...] = TASKS, generators: dict[str, str] | None = None,
-        out: str | Path = "runs/promptedit_generator") -> dict:
-    out = Path(out)
+#: Quick: one batch of records per cell, on one task.
+QUICK_SAMPLES, QUICK_TASKS = BATCH, ("SuperNI",)
+
+
+def run(quick: bool = False, samples: int = 64, tasks: tuple[str, ...] = TASKS, generators: dict[str, str] | None = None,
+        out: str | Path | None = None) -> dict:
+    """Every (task, generator, prompt kind) cell into `out` (resumable; default
+    runs/promptedit_generator); quick: `QUICK_SAMPLES` on `QUICK_TASKS` into a fresh temporary folder."""
+    if quick:
+        samples, tasks, out = QUICK_SAMPLES, QUICK_TASKS, out or tempfile.mkdtemp(prefix="lmgym-promptedit-generator-")
+    out = Path(out or "runs/promptedit_generator")
     generators = generators or default_generators()
     cells_file = out / "cells.jsonl"
     done = {(c["generator"], c["task"], c["prompt"]): c for c in (read_jsonl(cells_file) if cells_file.exists() else [])
@@ -187,11 +197,10 @@ def main() -> None:
     parser.add_argument("--generators", nargs="+", default=None, metavar="NAME=FOLDER",
                         help="model folders to compare ('rules': the rule-based teacher); default: diffusion, ar, rules")
     parser.add_argument("--out", default="runs/promptedit_generator")
-    parser.add_argument("--quick", action="store_true", help="16 samples, TruthfulQA and SuperNI")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SAMPLES} samples, {', '.join(QUICK_TASKS)}")
     args = parser.parse_args()
     generators = dict(g.split("=", 1) for g in args.generators) if args.generators else None
-    samples, tasks = (16, ("TruthfulQA", "SuperNI")) if args.quick else (args.samples, tuple(args.tasks))
-    print(to_markdown(run(samples, tasks, generators, args.out)))
+    print(to_markdown(run(args.quick, args.samples, tuple(args.tasks), generators, args.out)))
 
 
 if __name__ == "__main__":
