@@ -20,8 +20,8 @@ prompt of that session keeps the cache up to the longest common prefix of its id
 held ids (``llama_memory_seq_rm`` cuts the rest) and evaluates only the remainder; a new session
 takes a free sequence, preferring the one whose held ids share the longest prefix with its
 prompt (an ended episode of the same task family leaves its instructions and demonstrations
-there), else the least recently used session's. ``evaluated_tokens`` counts the prompt tokens
-run through the model, ``cached_tokens`` the ones served from a cache.
+there), else the least recently used session's. ``stats`` counts the prompt tokens run through
+the model and those served from a cache, the tokens generated, and the seconds spent in each.
 
 Decoding matches `lmgym.models.backends.hf.HFBackend`: greedy at temperature 0, else
 temperature and nucleus (top-p) sampling from a per-prompt ``numpy`` generator seeded with
@@ -113,6 +113,17 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 @dataclass
+class EngineStats:
+    """What a backend has computed since it was made (``dataclasses.replace`` keeps a snapshot)."""
+
+    evaluated_tokens: int = 0  # prompt tokens run through the model
+    cached_tokens: int = 0  # prompt tokens served from a cache (a session's, a free sequence's, a copy)
+    generated_tokens: int = 0
+    prefill_seconds: float = 0.0  # in llama_decode over prompt tokens
+    decode_seconds: float = 0.0  # in llama_decode over generated tokens, one per live row per step
+
+
+@dataclass
 class _Sequence:
     """One llama.cpp sequence: the ids its KV cache holds (positions 0..len-1), and its owner."""
 
@@ -175,7 +186,9 @@ class LlamaCppBackend(TextBackend):
         self.cache_sessions = cache_sessions
         self.batch_tokens = batch_tokens
         self.n_vocab = self._model.n_vocab()
-        metadata = self._model.metadata()
+        #: the GGUF's key-value metadata (architecture, widths, tokenizer) and its tensors' bytes
+        self.metadata = metadata = self._model.metadata()
+        self.weight_bytes = self._model.size()
         self._template = metadata.get("tokenizer.chat_template")
         self.chat = self._template is not None
         self._formatter = None
@@ -196,8 +209,7 @@ class LlamaCppBackend(TextBackend):
         self._sequences: list[_Sequence] = []
         self._sessions: dict[Hashable, _Sequence] = {}
         self._clock = 0
-        self.evaluated_tokens = 0
-        self.cached_tokens = 0
+        self.stats = EngineStats()
         self._open_context(max(1, max_sequences))
 
     # -- the context --------------------------------------------------------------------------
@@ -345,9 +357,12 @@ class LlamaCppBackend(TextBackend):
                     row.kept = shared
             entries = [(token, position, row.sequence.seq_id, position == len(row.ids) - 1)
                        for row in group for position, token in enumerate(row.ids) if position >= row.kept]
-            self.evaluated_tokens += len(entries)
-            self.cached_tokens += sum(row.kept for row in group)
-            for row, row_logits in zip(group, self._decode(entries) if group else ()):
+            self.stats.evaluated_tokens += len(entries)
+            self.stats.cached_tokens += sum(row.kept for row in group)
+            started = time.perf_counter()
+            group_logits = self._decode(entries) if group else ()
+            self.stats.prefill_seconds += time.perf_counter() - started
+            for row, row_logits in zip(group, group_logits):
                 row.sequence.ids = list(row.ids)
                 logits[id(row)] = row_logits
         return np.stack([logits[id(row)] for row in rows])
@@ -395,7 +410,9 @@ class LlamaCppBackend(TextBackend):
             entries = [(row.new[-1], len(row.sequence.ids), row.sequence.seq_id, True) for row in live]
             for row in live:
                 row.sequence.ids.append(row.new[-1])
+            started = time.perf_counter()
             logits = self._decode(entries)
+            self.stats.decode_seconds += time.perf_counter() - started
         seconds = time.perf_counter() - start
         completions = []
         for row, session in zip(rows, sessions):
@@ -424,14 +441,15 @@ class LlamaCppBackend(TextBackend):
 
     def _append(self, row: _Row, token: int, params: SamplingParams) -> None:
         row.new.append(token)
+        self.stats.generated_tokens += 1
         if self._eog[token]:
             row.done = row.stopped = True
             return
         row.text += self._piece(token)
         if params.stop and any(s in bytes(row.text).decode("utf-8", errors="replace") for s in params.stop):
             row.done = row.stopped = True
-        elif len(row.new) >= params.max_new_tokens:
-            row.done = True
+        elif len(row.new) >= params.max_new_tokens or len(row.ids) + len(row.new) >= self.max_context:
+            row.done = True  # "length": the completion or the sequence is full
 
     # -- sessions and lifetime ----------------------------------------------------------------
     def end_session(self, session: Hashable) -> None:
