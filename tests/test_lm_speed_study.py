@@ -44,6 +44,8 @@ def test_the_quick_run_measures_every_engine_and_goal(tmp_path):
     assert all(positive(r["tokens_per_s"]) and positive(r["tokens_per_cpu_s"]) for r in summary["decode"])
     assert all(positive(r["bound_tokens_per_s"]) for r in summary["decode"] if r["engine"] != "llama-cpp-python")
     assert {r["batch"] for r in summary["decode"]} == {1, 2}
+    assert {r["engine"] for r in summary["prefill"]} == {"llamacpp", "hf"}
+    assert all(positive(r["tokens_per_s"]) and r["tokens"] > 10 for r in summary["prefill"])
 
     assert {(r["model"], r["engine"], r["batch"]) for r in summary["episodes"]} >= {
         ("SmolLM2-135M", "llamacpp", 1), ("SmolLM2-135M", "llamacpp", 2), ("SmolLM2-135M", "hf", 1),

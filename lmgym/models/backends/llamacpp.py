@@ -291,7 +291,7 @@ class LlamaCppBackend(TextBackend):
         return self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
 
     def count_tokens(self, text: str) -> int:
-        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def _fit(self, ids: list[int], max_new_tokens: int) -> list[int]:
         """Cut the oldest tokens of a prompt that would overflow its sequence."""
@@ -394,6 +394,8 @@ class LlamaCppBackend(TextBackend):
         taken: set[int] = set()
         for prompt, session, seed in zip(prompts, sessions, seeds):
             ids = self._fit(self.encode(prompt), params.max_new_tokens)
+            if not ids:
+                raise InputError(f"{self.model_name}: a prompt encodes to no tokens ({prompt!r})")
             sequence, kept = self._claim(ids, session, taken)
             taken.add(sequence.seq_id)
             rng = np.random.default_rng(seed) if params.temperature > 0 else None
