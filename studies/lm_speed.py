@@ -285,7 +285,7 @@ def episodes(backend, model: str, env_id: str, seeds: list[int], batch: int, max
 def agreement(reference, candidates: dict[str, Any], prompts: list, params) -> dict[str, Any]:
     """Share of prompts on which each candidate's greedy action equals the reference's."""
     from lmgym.benchmarks.report import wilson_interval
-    from lmgym.rollouts import parse_completion
+    from lmgym.react import parse_completion
 
     def actions(backend):
         return [parse_completion(c.text).action for c in backend.complete(prompts, params)]

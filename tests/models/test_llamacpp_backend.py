@@ -134,7 +134,7 @@ def test_the_same_greedy_react_actions_as_torch_on_f16_weights(tmp_path):
     from lmgym.agents.runner import run_episodes
     from lmgym.models.backends.hf import HFBackend
     from lmgym.models.backends.llamacpp import LlamaCppBackend, convert_gguf
-    from lmgym.rollouts import parse_completion
+    from lmgym.react import parse_completion
 
     f16 = LlamaCppBackend(convert_gguf("smollm2", tmp_path / "smollm2-f16.gguf", "f16"), threads=1)
     recorder = Recorder(f16)

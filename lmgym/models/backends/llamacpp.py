@@ -35,7 +35,6 @@ transformers does).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import time
 import weakref
