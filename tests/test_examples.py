@@ -4,7 +4,7 @@ Each example's module docstring has a line ``Smoke test: ARGS`` (``{tmp}`` is re
 temporary folder); an example without one fails here, so none goes untested. Optional lines
 ``Smoke expects: TEXT`` name text its output must contain. An example whose smoke test reads real data
 says which ``LMGYM_DATA`` folders in a line ``Needs data: FOLDER ...``: without them it must stop
-with one line that says so (no traceback), and the README's examples table marks it.
+with one line that says so (no traceback), and docs/examples.md's table marks it.
 """
 
 import ast
@@ -58,10 +58,10 @@ def test_example_runs_with_tiny_budget(path, tmp_path):
         assert expected in result.stdout, f"{path.name}: output lacks {expected!r}"
 
 
-def test_readme_examples_table_marks_the_ones_that_need_data():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    rows = dict(re.findall(r"^\| `examples/([a-z0-9_]+\.py)` \|.*\| ([^|]*) \|$", readme, flags=re.M))
-    assert set(rows) == {p.name for p in EXAMPLES}, "the README's examples table lists every example"
+def test_the_examples_table_marks_the_ones_that_need_data():
+    table = (REPO / "docs" / "examples.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `examples/([a-z0-9_]+\.py)` \|.*\| ([^|]*) \|$", table, flags=re.M))
+    assert set(rows) == {p.name for p in EXAMPLES}, "docs/examples.md's table lists every example"
     for path in EXAMPLES:
         marked = "LMGYM_DATA" in rows[path.name]
-        assert marked == bool(needed_folders(path)), f"{path.name}: its README row and 'Needs data:' line disagree"
+        assert marked == bool(needed_folders(path)), f"{path.name}: its docs/examples.md row and 'Needs data:' line disagree"
