@@ -1,7 +1,7 @@
 """The intervals and tests lmgym reports results with: one home for every study and table.
 
 * `wilson_interval`: a success rate's 95% interval (Wilson 1927);
-* `mean_interval`: a mean's normal 95% interval;
+* `mean_interval`: a mean's normal 95% interval; `t_interval`: its Student-t half-width (small n);
 * `mcnemar_exact`: two agents' success on paired episodes (McNemar 1947, exact binomial form).
 """
 
@@ -34,6 +34,17 @@ def mean_interval(values: list[float]) -> tuple[float, float, float]:
     mean = statistics.fmean(values)
     half = 1.96 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else float("nan")
     return mean, mean - half, mean + half
+
+
+def t_interval(values: list[float]) -> tuple[float, float]:
+    """(mean, half-width of the 95% Student-t interval: t_{0.975, n-1} s / sqrt(n)); nan for n < 2.
+    For a handful of episodes, where the normal interval of `mean_interval` is too narrow."""
+    from scipy import stats as scipy_stats
+
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return mean, float("nan")
+    return mean, float(scipy_stats.t.ppf(0.975, len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values)))
 
 
 def mcnemar_exact(only_first: int, only_second: int) -> float:

@@ -33,28 +33,19 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from lmgym.benchmarks.report import _pyplot
 from lmgym.benchmarks.runner import TRANSCRIPTS_FILE, read_rows, run_benchmark
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec, load_spec
 from lmgym.envs.promptedit.judge import METRIC_KEYS
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.stats import t_interval
 
 COLUMNS = METRIC_KEYS + ("reward", "generator_calls", "seconds_per_cycle")
 AOD_AGENTS = ("aod-ppo", "aod-editor", "aod-scalar", "aod-editor-zeroshot", "aod-ppo-ar")
 #: the label suffix of a task's env with the AR record generator (the spec's ablation entries);
 #: on it, agent ``<name>-ar`` (a policy trained against that generator) stands for ``<name>``
 AR_SUFFIX = "-AR"
-
-
-def mean_interval(values: list[float]) -> tuple[float, float]:
-    """(mean, half-width of the 95% Student-t interval); half-width nan for n < 2."""
-    n = len(values)
-    mean = float(np.mean(values))
-    if n < 2:
-        return mean, float("nan")
-    return mean, float(stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / math.sqrt(n))
 
 
 def episode_records(out: Path) -> list[dict]:
@@ -85,7 +76,7 @@ def table(records: list[dict]) -> dict:
         cell = {"n": len(rows)}
         for column in COLUMNS:
             values = [r[column] for r in rows if r[column] is not None]
-            cell[column] = mean_interval(values) if values else (None, None)
+            cell[column] = t_interval(values) if values else (None, None)
         cells[env][agent] = cell
     return cells
 
@@ -104,7 +95,7 @@ def paired_difference(first: dict[int, float], second: dict[int, float]) -> dict
     episodes = sorted(first.keys() & second.keys())
     if not episodes:
         return None
-    mean, half = mean_interval([first[e] - second[e] for e in episodes])
+    mean, half = t_interval([first[e] - second[e] for e in episodes])
     verdict = "n < 2" if math.isnan(half) else \
         "wins" if mean - half > 0 else "loses" if mean + half < 0 else "no clear difference"
     return {"n": len(episodes), "difference": mean, "ci95": [mean - half, mean + half], "verdict": verdict,

@@ -59,7 +59,7 @@ from lmgym.models.generation import generate
 from lmgym.react import PromptProfile, parse_completion
 from lmgym.rollouts import Episode
 from lmgym.stats import mcnemar_exact, wilson_interval
-from lmgym.training.distill import (METHODS, DistillConfig, at_completion, collate, completion_window, encode_turns,
+from lmgym.training.distill import (METHODS, DistillConfig, at_completion, collate_turns, completion_window, encode_turns,
                                     forward_kl, teacher_log_probs, train, write_teacher_cache)
 from lmgym.training.transcripts import encode_episode
 
@@ -108,7 +108,7 @@ def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], bat
     reason_hits = act_hits = 0
     for begin in range(0, len(states), batch_size):
         chunk = states[begin:begin + batch_size]
-        batch = collate([(ids, [], []) for ids, _ in chunk], tokenizer.pad_token_id)
+        batch = collate_turns([(ids, [], []) for ids, _ in chunk], tokenizer.pad_token_id)
         output = generate(model, batch["input_ids"], batch["attention_mask"], max_new_tokens=prompt["max_new_tokens"],
                           eos_token_id=tokenizer.eos_token_id)
         for row, (_, step) in enumerate(chunk):
@@ -134,7 +134,7 @@ def teacher_forced_fit(model, pad_id: int, turns: list, cached: list[torch.Tenso
     tokens whose argmax is the teacher's token (a budget too small to write whole turns still shows here)."""
     totals = {"reason_kl": 0.0, "act_kl": 0.0, "act_hits": 0, "reason": 0, "act": 0}
     for begin in range(0, len(turns), batch_size):
-        batch = completion_window(collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id))
+        batch = completion_window(collate_turns([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id))
         logits = model(batch["input_ids"], attention_mask=batch["attention_mask"],
                        logits_to_keep=batch["answer"].shape[1] + 1).logits[:, :-1]
         reference = at_completion(cached[begin:begin + batch_size], batch["answer"])
@@ -296,7 +296,7 @@ def step_seconds(quick: bool = False, repeats: int | None = None) -> dict:
     cached = teacher_log_probs(teacher, turns, tokenizer.pad_token_id)
     student = build_model(llama_config(len(tokenizer), student_size(DistillConfig(hidden_size=40), 440), bidirectional=False,
                                        tokenizer=tokenizer), 0)
-    full = collate([(t.context, t.answer, t.roles) for t in turns], tokenizer.pad_token_id)
+    full = collate_turns([(t.context, t.answer, t.roles) for t in turns], tokenizer.pad_token_id)
     window = completion_window(full)
 
     def step(batch: dict, keep: int | None) -> float:

@@ -196,15 +196,17 @@ def competence(step: int, total_steps: int, start: float, ramp_fraction: float) 
 
 
 @dataclass
-class Turn:
+class TokenTurn:
+    """A rollout step as token ids: the student's input and the teacher's answer with its span roles."""
+
     context: list[int]  # the prompt the agent sent
     answer: list[int]  # the completion and the end-of-turn token
     roles: list[int]  # REASON or ACT per answer token
     trajectory_steps: int  # length of the episode the turn comes from
 
 
-def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens: int) -> tuple[list[Turn], int]:
-    """One `Turn` per step of every rollout, and how many were cut to `max_answer_tokens`.
+def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens: int) -> tuple[list[TokenTurn], int]:
+    """One `TokenTurn` per step of every rollout, and how many were cut to `max_answer_tokens`.
 
     A completion ends with EOS where it fits. One that does not is the teacher reaching its
     generation budget (it ran on after its action, or its thought was long): the turn keeps its
@@ -219,12 +221,12 @@ def encode_turns(tokenizer, episodes, profile: PromptProfile, max_answer_tokens:
             if len(answer) > max_answer_tokens:
                 answer, roles = answer[:max_answer_tokens], roles[:max_answer_tokens]
                 cut += 1
-            turns.append(Turn(example.ids[:example.answer_start][-profile.max_prompt_tokens:], answer, roles,
+            turns.append(TokenTurn(example.ids[:example.answer_start][-profile.max_prompt_tokens:], answer, roles,
                               len(episode.steps)))
     return turns, cut
 
 
-def collate(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
+def collate_turns(sequences: list[tuple[list[int], list[int], list[int]]], pad_id: int) -> dict[str, torch.Tensor]:
     """Left-padded (B, T) batch of (context, answer, answer roles) (`lmgym.training.lm.collate`):
     input_ids, attention_mask, and the masks of the *predicted* tokens aligned with
     logits[:, :-1] (B, T - 1): answer, reason, act."""
@@ -246,13 +248,13 @@ def completion_window(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
 
 
 @torch.no_grad()
-def teacher_log_probs(teacher, turns: list[Turn], pad_id: int, batch_size: int = 32) -> list[torch.Tensor]:
+def teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, batch_size: int = 32) -> list[torch.Tensor]:
     """The frozen teacher's next-token log-distribution at each turn's completion positions,
     one (len(answer), V) tensor per turn. The data are fixed, so kd and sad compute it once
     instead of a teacher forward pass per step (rkl cannot: it scores the student's samples)."""
     values = []
     for begin in range(0, len(turns), batch_size):
-        batch = collate([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id)
+        batch = collate_turns([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id)
         batch = completion_window({k: v.to(teacher.device) for k, v in batch.items()})
         logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"],
                          logits_to_keep=batch["answer"].shape[1] + 1).logits[:, :-1].float()
@@ -261,7 +263,7 @@ def teacher_log_probs(teacher, turns: list[Turn], pad_id: int, batch_size: int =
     return values
 
 
-def fingerprint(teacher, turns: list[Turn]) -> str:
+def fingerprint(teacher, turns: list[TokenTurn]) -> str:
     """sha256 of the teacher's weights and the turns' tokens: what the cached distributions depend on."""
     digest = hashlib.sha256()
     for name, tensor in sorted(teacher.state_dict().items()):
@@ -271,7 +273,7 @@ def fingerprint(teacher, turns: list[Turn]) -> str:
     return digest.hexdigest()
 
 
-def cached_teacher_log_probs(teacher, turns: list[Turn], pad_id: int, folder: str | Path | None) -> list[torch.Tensor]:
+def cached_teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, folder: str | Path | None) -> list[torch.Tensor]:
     """`teacher_log_probs`, read from `folder` when it holds them for this teacher and these turns
     (same fingerprint), else computed and written there atomically; no folder: computed."""
     if folder is None:
@@ -304,11 +306,11 @@ def at_completion(cached: list[torch.Tensor], answer_mask: torch.Tensor) -> torc
 
 
 @torch.no_grad()
-def student_samples(student, turns: list[Turn], pad_id: int, eos_id: int, max_new_tokens: int,
+def student_samples(student, turns: list[TokenTurn], pad_id: int, eos_id: int, max_new_tokens: int,
                     generator: torch.Generator) -> list[tuple[list[int], list[int], list[int]]]:
     """(context, sampled completion, roles) per turn: the student's own turn at temperature 1
     (its roles unknown, so all ACT: rkl trains every sampled token alike)."""
-    batch = collate([(t.context, [], []) for t in turns], pad_id)
+    batch = collate_turns([(t.context, [], []) for t in turns], pad_id)
     was_training = student.training
     student.eval()
     output = generate(student, batch["input_ids"].to(student.device), batch["attention_mask"].to(student.device),
@@ -350,7 +352,7 @@ class TeacherData(NamedTuple):
     tokenizer: PreTrainedTokenizerBase  # the teacher's, and so the student's
     prompt: dict  # the teacher's react_prompt (its meta): the student is prompted the same way
     max_answer: int
-    turns: list[Turn]
+    turns: list[TokenTurn]
     cut: int  # turns cut to max_answer (the teacher reached its budget)
 
 
@@ -419,7 +421,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
             sequences = student_samples(student, chosen, pad_id, eos_id, max_answer, generator)
         else:
             sequences = [(t.context, t.answer, t.roles) for t in chosen]
-        batch = completion_window({key: value.to(student.device) for key, value in collate(sequences, pad_id).items()})
+        batch = completion_window({key: value.to(student.device) for key, value in collate_turns(sequences, pad_id).items()})
         # logits only where a completion token is predicted: over the whole prompt the vocabulary
         # projection and the losses' softmaxes would dominate a tiny model's step
         keep = batch["answer"].shape[1] + 1

@@ -118,7 +118,7 @@ def test_turns_keep_reason_and_act_roles_and_end_with_the_end_of_turn(teacher_ho
     assert REASON in first.roles and set(first.roles) <= {REASON, ACT}
     reason = tokenizer.decode([t for t, r in zip(first.answer, first.roles) if r == REASON])
     assert reason.startswith("Thought:") and episodes[0].steps[0].reasoning.split()[0] in reason
-    batch = distill.collate([(t.context, t.answer, t.roles) for t in turns[:3]], tokenizer.pad_token_id)
+    batch = distill.collate_turns([(t.context, t.answer, t.roles) for t in turns[:3]], tokenizer.pad_token_id)
     assert int(batch["answer"].sum()) == sum(len(t.answer) for t in turns[:3])
     assert torch.equal(batch["answer"], batch["reason"] | batch["act"]) and not (batch["reason"] & batch["act"]).any()
 
@@ -154,7 +154,7 @@ def test_cached_teacher_distributions_equal_a_fresh_forward_pass(teacher_hotpotq
     cached = distill.teacher_log_probs(teacher, turns, tokenizer.pad_token_id, batch_size=4)
     assert [len(c) for c in cached] == [len(t.answer) for t in turns]
     picked = [5, 0, 3]  # other batch composition, other padding than when cached
-    batch = distill.collate([(turns[i].context, turns[i].answer, turns[i].roles) for i in picked], tokenizer.pad_token_id)
+    batch = distill.collate_turns([(turns[i].context, turns[i].answer, turns[i].roles) for i in picked], tokenizer.pad_token_id)
     with torch.no_grad():
         fresh = teacher(batch["input_ids"], attention_mask=batch["attention_mask"]).logits[:, :-1]
     student = torch.randn(fresh.shape, generator=torch.Generator().manual_seed(0))
@@ -233,7 +233,7 @@ def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotp
     distill.train(cfg)
     teacher, tokenizer, _ = load_checkpoint(TEACHER, dtype=torch.float32)
     turns, _ = distill.encode_turns(tokenizer, read_episodes(teacher_hotpotqa_file), PromptProfile(max_prompt_tokens=320), 104)
-    batch = distill.collate([(t.context, t.answer, t.roles) for t in turns], tokenizer.pad_token_id)
+    batch = distill.collate_turns([(t.context, t.answer, t.roles) for t in turns], tokenizer.pad_token_id)
     trained = load_checkpoint(tmp_path / method / "checkpoint", dtype=torch.float32)[0]
     fresh = build_model(llama_config(len(tokenizer), distill.student_size(cfg, 432), bidirectional=False, tokenizer=tokenizer), 0)
 
@@ -242,7 +242,7 @@ def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotp
         if method == "rkl":  # what it minimises: the reverse KL on its own samples (fixed sampling seed)
             samples = distill.student_samples(model, turns, tokenizer.pad_token_id, tokenizer.eos_token_id, 104,
                                               torch.Generator().manual_seed(0))
-            scored = distill.collate(samples, tokenizer.pad_token_id)
+            scored = distill.collate_turns(samples, tokenizer.pad_token_id)
         with torch.no_grad():
             logits = [m(scored["input_ids"], attention_mask=scored["attention_mask"]).logits[:, :-1] for m in (model, teacher)]
         return getattr(distill, divergence)(*logits, scored["answer"]).item()
