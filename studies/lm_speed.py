@@ -25,9 +25,10 @@ Measured, in this order:
   agent code), and the docs' SmolLM2 row re-run as it was run (HotPotQA-Gen seeds 0-3, batch 8);
 * ``agreement``: greedy actions on the prompts of the ``turns`` episodes, llama.cpp (Q4_1 and
   f16) against torch, with Wilson 95% intervals;
-* ``roofline``: per model, its weight bytes over the measured bandwidth and its FLOPs per token
-  (2 per matmul weight, Kaplan et al. 2020, arXiv:2001.08361, plus attention over the context)
-  over the measured matmul throughput: the fastest tokens per second each batch size allows;
+* ``roofline``: per model, its weight bytes (read once per step) and each sequence's cached keys
+  and values (read by each of its tokens) over the measured bandwidth, and its FLOPs per token (2
+  per matmul weight, Kaplan et al. 2020, arXiv:2001.08361, plus attention over the context) over
+  the measured matmul throughput: the fastest tokens per second each batch size allows;
 * ``goals``: issue 37's ratios (the agent's cached turn within 1.2x of the raw call; batch 8 at
   least 3x batch 1 in episodes per minute; the tiny model at 10x the 333 tokens/s torch gave
   it; SmolLM2 HotPotQA-Gen episodes 10x faster than the docs' 204 s).
@@ -330,18 +331,26 @@ def flops_per_token(shape: dict[str, int], context: float) -> float:
     return 2 * weights + 4 * shape["layers"] * attention * context
 
 
-def roofline(weight_bytes: int, flops: float, hardware: dict[str, Any]) -> dict[str, Any]:
-    """Seconds a decoding step must take on this machine: reading the weights once per step, and
-    doing each token's FLOPs (the roofline model, Williams et al. 2009, CACM 52(4))."""
-    memory_s = weight_bytes / (hardware["memory_bandwidth_gb_s"] * 1e9)
-    compute_s = flops / (hardware["matmul_gflop_s"] * 1e9)
-    return {"weight_bytes": weight_bytes, "flops_per_token": flops, "memory_seconds_per_step": memory_s,
-            "compute_seconds_per_token": compute_s, "bound_at_batch_1": "memory" if memory_s > compute_s else "compute"}
+def roofline(weight_bytes: int, shape: dict[str, int], context: float, cache_bytes: int,
+             hardware: dict[str, Any], batches: tuple[int, ...]) -> dict[str, Any]:
+    """What this machine allows a decoding step of `batch` tokens, each attending over `context`
+    cached tokens (the roofline model, Williams et al. 2009, CACM 52(4)): it reads the weights
+    once and each sequence's keys and values (`cache_bytes` per number), and does each token's
+    FLOPs; the step takes the longer of the two."""
+    kv_bytes = 2 * shape["layers"] * shape["kv_heads"] * shape["head_dim"] * cache_bytes  # per cached token
+    bandwidth, throughput = hardware["memory_bandwidth_gb_s"] * 1e9, hardware["matmul_gflop_s"] * 1e9
+    line = {"weight_bytes": weight_bytes, "kv_bytes_per_cached_token": kv_bytes, "context": context,
+            "flops_per_token": flops_per_token(shape, context), "weight_seconds_per_step": weight_bytes / bandwidth,
+            "kv_seconds_per_sequence": context * kv_bytes / bandwidth}
+    line["compute_seconds_per_token"] = line["flops_per_token"] / throughput
+    line["bound_tokens_per_s"] = {batch: bound_tokens_per_s(line, batch) for batch in batches}
+    return line
 
 
 def bound_tokens_per_s(line: dict[str, Any], batch: int) -> float:
     """The most tokens/s a step of `batch` tokens allows under `line` (a `roofline`)."""
-    return batch / max(line["memory_seconds_per_step"], batch * line["compute_seconds_per_token"])
+    memory = line["weight_seconds_per_step"] + batch * line["kv_seconds_per_sequence"]
+    return batch / max(memory, batch * line["compute_seconds_per_token"])
 
 
 def decode_rows(backend, prompts: list, batches: tuple[int, ...], tokens: int, line: dict[str, Any],
@@ -433,7 +442,7 @@ def measure(budget: Budget, quick: bool, threads: int, scratch: Path) -> dict[st
     for weights, source in variants.items():
         backend = LlamaCppBackend(source, threads=threads, max_context=512)
         line = summary["roofline"][f"SmolLM2-135M llamacpp {weights}"] = roofline(
-            backend.weight_bytes, flops_per_token(llama_shape(backend.metadata), context), hardware)
+            backend.weight_bytes, llama_shape(backend.metadata), context, 2, hardware, budget.batches)
         rows += decode_rows(backend, stories, budget.batches, budget.decode_tokens, line,
                             model="SmolLM2-135M", engine="llamacpp", weights=weights)
         backend.close()
@@ -444,12 +453,17 @@ def measure(budget: Budget, quick: bool, threads: int, scratch: Path) -> dict[st
     rows.append({"model": "SmolLM2-135M", "engine": "llama-cpp-python", "weights": "Q4_1",
                  **raw_decode(raw, smol.encode(stories[0]), budget.decode_tokens)})
     line = summary["roofline"]["SmolLM2-135M hf float32"] = roofline(
-        sum(p.numel() * p.element_size() for p in smol_hf.model.parameters()),
-        flops_per_token(hf_shape(smol_hf.model.config), context), hardware)
+        sum(p.numel() * p.element_size() for p in smol_hf.model.parameters()), hf_shape(smol_hf.model.config),
+        context, 4, hardware, budget.batches)
     rows += decode_rows(smol_hf, stories, budget.batches, budget.hf_decode_tokens, line,
                         model="SmolLM2-135M", engine="hf", weights="float32")
     summary["prefill"].append({"model": "SmolLM2-135M", "engine": "hf", "weights": "float32",
                                **prefill(smol_hf, turn_prompts[0]), "bound_tokens_per_s": 1 / line["compute_seconds_per_token"]})
+
+    for row in summary["turns"][:1]:  # SmolLM2 Q4_1 at an ALFWorld-Gen transcript's length
+        summary["roofline"]["SmolLM2-135M llamacpp Q4_1, ALFWorld-Gen turn"] = roofline(
+            smol.weight_bytes, llama_shape(smol.metadata), row["cached_prompt_tokens"], 2, hardware,
+            (1, budget.episode_batch))
 
     # agreement: the turns' prompts, llama.cpp (Q4_1 and f16) against torch
     progress("agreement")
@@ -491,8 +505,8 @@ def measure(budget: Budget, quick: bool, threads: int, scratch: Path) -> dict[st
                 model = engines["hf"].model
                 line = summary["roofline"][f"tiny ReAct 0.9M {engine}"] = roofline(
                     backend.weight_bytes if engine == "llamacpp" else sum(p.numel() * p.element_size() for p in model.parameters()),
-                    flops_per_token(hf_shape(model.config), statistics.fmean(len(backend.encode(p)) for p in prompts)),
-                    hardware)
+                    hf_shape(model.config), statistics.fmean(len(backend.encode(p)) for p in prompts),
+                    2 if engine == "llamacpp" else 4, hardware, budget.batches)
                 rows += decode_rows(backend, prompts, budget.batches, budget.decode_tokens, line, model="tiny ReAct 0.9M",
                                     engine=engine, weights="float32" if engine == "hf" else "F16")
             for batch in (1, budget.episode_batch):

@@ -56,7 +56,8 @@ def test_the_quick_run_measures_every_engine_and_goal(tmp_path):
     assert positive(summary["docs_row"]["speedup"])
 
     for line in summary["roofline"].values():
-        assert positive(line["memory_seconds_per_step"]) and positive(line["compute_seconds_per_token"])
+        assert positive(line["weight_seconds_per_step"]) and positive(line["kv_seconds_per_sequence"])
+        assert positive(line["compute_seconds_per_token"]) and all(map(positive, line["bound_tokens_per_s"].values()))
     for name, agreement in summary["agreement"].items():
         assert agreement["prompts"] >= 1 and 0 <= agreement["rate"] <= 1
     assert len(summary["goals"]) == 7 and all(positive(goal["value"]) for goal in summary["goals"].values())
