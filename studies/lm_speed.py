@@ -33,7 +33,7 @@ Measured, in this order:
   least 3x batch 1 in episodes per minute; the tiny model at 10x the 333 tokens/s torch gave
   it; SmolLM2 HotPotQA-Gen episodes 10x faster than the docs' 204 s).
 
-    nice -n 10 python studies/lm_speed.py --out runs/lm_speed        # about 40 minutes on 2 cores
+    nice -n 10 python studies/lm_speed.py --out runs/lm_speed        # 20-30 minutes on 2 cores
     python studies/lm_speed.py --quick --out /tmp/lm_speed           # seconds: every figure, tiny budgets
 
 Writes ``summary.json`` and ``table.md`` under ``--out``.
@@ -68,7 +68,7 @@ STORIES = ("a cat", "a lighthouse", "a robot", "a river", "an old map", "a violi
 
 @dataclass(frozen=True)
 class Budget:
-    episodes: int  # seeds per env for SmolLM2 and the tiny models on llama.cpp
+    episodes: int  # seeds per env for SmolLM2 on llama.cpp
     hf_episodes: int  # seeds per env for SmolLM2 on torch (minutes per episode)
     tiny_episodes: int
     max_steps: int

