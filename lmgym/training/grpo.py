@@ -49,6 +49,15 @@ each batch and the gradients are summed over ranks before the optimiser step (no
 the whole batch's turns and tokens), so every rank keeps identical weights equal to one
 process's on the same batch (checked at the end: `assert_ranks_agree`). Rank 0 writes the
 checkpoint, which every rank resumes from; rank r > 0 logs its metrics to ``OUT/rank<r>``.
+Data parallel (``accelerate launch --multi_gpu``): every rank holds the whole model and the
+gradients are all-reduced. FSDP (``accelerate launch --use_fsdp --fsdp_version 2``): the trained
+model's parameters, gradients and AdamW state are sharded over the ranks (`shard`: torch's
+``fully_shard``, as accelerate's FSDP plugin configures it; gradients reduce-scattered as a sum),
+and each rank keeps a full copy of the weights for its rollouts, pi_old, evaluation and the
+checkpoint, gathered from the shards at every iteration and save (`gather_full`), the gather
+before generation that TRL and verl also make. Every rank runs as many forward/backward passes
+as the busiest one (FSDP's collectives must match). An FSDP run saves no optimiser state, so it
+does not resume (start a new ``--out`` from ``--model OUT/checkpoint``).
 
 Outputs in ``--out``: ``checkpoint/`` (loadable as ``LMAgent(model=OUT/checkpoint)``, with the
 tasks played in ``train_panels``) and ``metrics.jsonl``: the loop's keys and ``train/reward``
@@ -61,10 +70,11 @@ rate), and every ``--eval-every`` iterations ``eval/success`` and ``eval/return`
 
 from __future__ import annotations
 
+import copy
+import os
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -323,8 +333,6 @@ def process_group() -> tuple[int, int, str | None]:
     """(rank, world size, device): under ``accelerate launch``/torchrun (``WORLD_SIZE`` > 1) the
     process group is started through accelerate's `accelerate.PartialState`: NCCL and this rank's GPU
     where there are GPUs, else gloo on the CPU; one process: (0, 1, None)."""
-    import os
-
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return 0, 1, None
     from accelerate import PartialState
@@ -349,12 +357,61 @@ def assert_ranks_agree(params: Sequence[torch.nn.Parameter], world: int) -> None
         raise RuntimeError("the ranks' parameters differ after training")
 
 
-def all_reduce_sum(values: list[float], world: int) -> list[float]:
+def all_reduce_sum(values: list[float], world: int, op: str = "SUM") -> list[float]:
     if world == 1:
         return values
     tensor = torch.tensor(values, dtype=torch.float64)
-    torch.distributed.all_reduce(tensor)
+    torch.distributed.all_reduce(tensor, op=getattr(torch.distributed.ReduceOp, op))
     return tensor.tolist()
+
+
+def fsdp_requested() -> bool:
+    """Launched with ``accelerate launch --use_fsdp`` (or a config with ``distributed_type: FSDP``),
+    which sets ``ACCELERATE_USE_FSDP`` and the ``FSDP_*`` options in every rank's environment."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "false").lower() == "true"
+
+
+def shard(model: torch.nn.Module, world: int, device: torch.device) -> int:
+    """FSDP2: shard `model` in place over the `world` ranks with torch's ``fully_shard``, as
+    accelerate's `FullyShardedDataParallelPlugin` reads the launch's ``FSDP_*`` options: its
+    wrap policy (``--fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP``: one group per decoder layer,
+    accelerate's own policy function), ``reshard_after_forward`` and CPU offload; the root
+    module is the last group (tied embeddings stay in it). Gradients are reduce-scattered as a
+    sum (divide factor 1, SUM collectives), like the data-parallel all-reduce: each rank's loss is normalised by
+    the whole batch. Not ``Accelerator.prepare``: accelerate 1.15 never turns a CPU (gloo) run
+    into FSDP (``AcceleratorState`` switches only GPU-like distributed types), and its FSDP2
+    ``prepare`` wants the optimiser, which the shared loop builds. Returns the number of groups."""
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    from accelerate.utils.fsdp_utils import fsdp2_prepare_auto_wrap_policy
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import FSDPModule, fully_shard
+
+    plugin = FullyShardedDataParallelPlugin()
+    if plugin.fsdp_version != 2:
+        raise InputError("lmgym train grpo shards with FSDP2: launch with --fsdp_version 2 "
+                         "(fsdp_version: 2 in the accelerate config)")
+    plugin.set_auto_wrap_policy(model)
+    wrap = fsdp2_prepare_auto_wrap_policy(plugin, model)
+    options = {"mesh": init_device_mesh(device.type, (world,)), "reshard_after_forward": plugin.reshard_after_forward,
+               "offload_policy": plugin.cpu_offload}
+    for module in reversed(list(model.modules())[1:]):  # children before their parents
+        if wrap is not None and wrap(module):
+            fully_shard(module, **options)
+    fully_shard(model, **options)
+    groups = [module for module in model.modules() if isinstance(module, FSDPModule)]
+    for module in groups:
+        module.set_gradient_divide_factor(1.0)
+        module.set_force_sum_reduction_for_comms(True)  # a plain SUM: gloo has no PREMUL_SUM
+    return len(groups)
+
+
+def gather_full(sharded: torch.nn.Module, full: torch.nn.Module) -> None:
+    """Copy the FSDP-sharded module's parameters, all-gathered, into its unsharded twin (a
+    collective: every rank calls it at the same point)."""
+    twins = dict(full.named_parameters())
+    with torch.no_grad():
+        for name, p in sharded.named_parameters():
+            twins[name].copy_(p.full_tensor())
 
 
 # --- the trainer ------------------------------------------------------------------------------
@@ -375,6 +432,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     rank, world, rank_device = process_group()
+    fsdp = world > 1 and fsdp_requested()
     # rank 0 saves OUT/checkpoint; every rank resumes from it; rank r > 0 logs to OUT/rank<r>
     folder = "checkpoint" if rank == 0 else "../checkpoint"
     if rank:
@@ -383,6 +441,9 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
 
     # --- the policy, its reference, and the backend that samples from the live weights ---
     resumed = resume_from(cfg, folder)
+    if resumed and fsdp:
+        raise InputError(f"an FSDP run does not resume (its checkpoint holds no optimizer state): start a new --out "
+                         f"from --model {resumed}, or pass --no-resume")
     try:
         sampler = HFBackend(cfg.model, device=device, dtype=torch.float32, cache_sessions=True)
     except (FileNotFoundError, OSError) as error:
@@ -394,11 +455,18 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
     reference = frozen_copy(sampler.model if not resumed else HFBackend(cfg.model, device=device, dtype=torch.float32).model) \
         if cfg.kl_coef else None
     sampler.model = model.eval()  # generation reads the weights the optimiser updates
+    policy = model  # the whole weights: rollouts, pi_old, evaluation, the checkpoint
+    distributed = {"strategy": "fsdp" if fsdp else "ddp" if world > 1 else "none", "processes": world}
+    if fsdp:  # the optimiser updates shards; the sampler reads their gather (`gather_full`)
+        policy = copy.deepcopy(model)
+        sampler.model = policy
+        distributed["fsdp_groups"] = shard(model, world, sampler.device)
     tokenizer = sampler.tokenizer
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     params = [p for p in model.parameters() if p.requires_grad]
     meta = {**read_meta(cfg.model), "grpo_config": asdict(cfg), "kind": "ar"}
     meta["base_model"] = str(cfg.model) if cfg.lora_r else None
+    meta["distributed"] = distributed
     # what the weights saw before this run: a resumed run's record, else the starting model's
     earlier_panels = list(read_meta(resumed).get(TRAIN_PANELS) or []) if resumed else inherited_panels(cfg.model)
     meta[TRAIN_PANELS] = earlier_panels
@@ -414,7 +482,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         from lmgym.models.export import write_gguf
 
         Path(cfg.out).mkdir(parents=True, exist_ok=True)
-        return write_gguf(model, tokenizer, Path(cfg.out) / "sampler.gguf", dtype="f32")  # this iteration's weights
+        return write_gguf(policy, tokenizer, Path(cfg.out) / "sampler.gguf", dtype="f32")  # this iteration's weights
 
     def rollout_backend():
         if cfg.sampler == "hf":
@@ -448,7 +516,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
             for chunk in range(0, len(samples), cfg.micro_batch):
                 part = samples[chunk:chunk + cfg.micro_batch]
                 ids, attention, written = collate(part, pad)
-                logp, _ = completion_logprobs(model, ids.to(sampler.device), attention.to(sampler.device), cfg.temperature)
+                logp, _ = completion_logprobs(policy, ids.to(sampler.device), attention.to(sampler.device), cfg.temperature)
                 for row, sample in enumerate(part):
                     sample.old = logp[row][written[row].to(logp.device)].cpu()
                     if sample.sampler is not None and len(sample.sampler) == len(sample.old):
@@ -486,6 +554,8 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         iteration, epoch = divmod(k, cfg.ppo_epochs)
         row = {"time/env_steps": 0.0}
         if epoch == 0:
+            if fsdp:
+                gather_full(model, policy)
             if cfg.eval_every and cfg.eval_episodes and iteration % cfg.eval_every == 0:
                 row.update(evaluate())
             row.update(collect(iteration, generator))
@@ -493,8 +563,15 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         samples: list[Sample] = batch["samples"]  # type: ignore[assignment]
         totals = defaultdict(float)
         loss_value = 0.0
-        for chunk in range(0, len(samples), cfg.micro_batch):
-            part = samples[chunk:chunk + cfg.micro_batch]
+        passes = -(-len(samples) // cfg.micro_batch)
+        if fsdp:  # FSDP's all-gathers and reduce-scatters must match: as many passes as the busiest rank
+            passes = int(all_reduce_sum([passes], world, op="MAX")[0])
+        for chunk in range(passes):
+            part = samples[chunk * cfg.micro_batch:(chunk + 1) * cfg.micro_batch]
+            if not part:  # an idle FSDP pass: a zero loss through the sharded model
+                ids = torch.full((1, 2), pad, device=sampler.device)
+                (completion_logprobs(model, ids, torch.ones_like(ids), cfg.temperature)[0].sum() * 0).backward()
+                continue
             ids, attention, written = collate(part, pad)
             ids, attention = ids.to(sampler.device), attention.to(sampler.device)
             logp, entropy = completion_logprobs(model, ids, attention, cfg.temperature)
@@ -519,7 +596,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
             for key, value in sums.items():
                 totals[key] += value
             totals["entropy"] += float((entropy.detach() * written).sum())
-        if world > 1:  # DDP's gradient all-reduce, as a sum: each rank's loss is normalised by the whole batch
+        if world > 1 and not fsdp:  # DDP's gradient all-reduce, as a sum: each rank's loss is normalised by the whole batch
             for p in params:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
@@ -531,9 +608,15 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
                     "train/entropy": reduced[4] / n_tokens, "train/tokens": batch["n_tokens"]})
         return row
 
-    save = partial(save_checkpoint, model=model, tokenizer=tokenizer) if rank == 0 else (lambda *a, **k: None)
+    def save(path: Path, meta: dict, optimizer: torch.optim.Optimizer) -> None:
+        if fsdp:  # every rank gathers; the optimizer's state stays sharded and unsaved
+            gather_full(model, policy)
+            optimizer = None
+        if rank == 0:
+            save_checkpoint(path, policy, tokenizer, meta, optimizer=optimizer)
+
     row = run_loop(cfg, params, step, save, meta, folder=folder, name="grpo", totals=("time/env_steps", "train/tokens"))
-    assert_ranks_agree(params, world)
+    assert_ranks_agree([p for p in policy.parameters() if p.requires_grad], world)
     if row and cfg.eval_every and cfg.eval_episodes:  # the trained policy's evaluation closes the curve
         final = {"train/step": cfg.steps, **evaluate()}
         append_jsonl(Path(cfg.out) / "metrics.jsonl", final)
