@@ -386,10 +386,11 @@ def shard(model: torch.nn.Module, world: int, device: torch.device) -> int:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import FSDPModule, fully_shard
 
-    plugin = FullyShardedDataParallelPlugin()
-    if plugin.fsdp_version != 2:
-        raise InputError("lmgym train grpo shards with FSDP2: launch with --fsdp_version 2 "
+    # checked before the plugin is built: FSDP1's plugin raises on a machine without GPUs
+    if os.environ.get("FSDP_VERSION", "1") != "2":
+        raise InputError("FSDP here is FSDP2 (torch's fully_shard): launch with --fsdp_version 2 "
                          "(fsdp_version: 2 in the accelerate config)")
+    plugin = FullyShardedDataParallelPlugin()
     plugin.set_auto_wrap_policy(model)
     wrap = fsdp2_prepare_auto_wrap_policy(plugin, model)
     options = {"mesh": init_device_mesh(device.type, (world,)), "reshard_after_forward": plugin.reshard_after_forward,
@@ -443,7 +444,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
     resumed = resume_from(cfg, folder)
     if resumed and fsdp:
         raise InputError(f"an FSDP run does not resume (its checkpoint holds no optimizer state): start a new --out "
-                         f"from --model {resumed}, or pass --no-resume")
+                         f"from --model {resumed.resolve()}, or pass --no-resume")
     try:
         sampler = HFBackend(cfg.model, device=device, dtype=torch.float32, cache_sessions=True)
     except (FileNotFoundError, OSError) as error:
