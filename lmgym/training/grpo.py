@@ -54,8 +54,8 @@ gradients are all-reduced. FSDP (``accelerate launch --use_fsdp --fsdp_version 2
 model's parameters, gradients and AdamW state are sharded over the ranks (`shard`: torch's
 ``fully_shard``, as accelerate's FSDP plugin configures it; gradients reduce-scattered as a sum),
 and each rank keeps a full copy of the weights for its rollouts, pi_old, evaluation and the
-checkpoint, gathered from the shards at every iteration and save (`gather_full`), the gather
-before generation that TRL and verl also make. Every rank runs as many forward/backward passes
+checkpoint, gathered from the shards at every iteration and save (`gather_full`), as RL
+trainers gather FSDP shards for their rollout engine (verl's FSDP-to-vLLM weight sync). Every rank runs as many forward/backward passes
 as the busiest one (FSDP's collectives must match). An FSDP run saves no optimiser state, so it
 does not resume (start a new ``--out`` from ``--model OUT/checkpoint``).
 
