@@ -55,9 +55,10 @@ model's parameters, gradients and AdamW state are sharded over the ranks (`shard
 ``fully_shard``, as accelerate's FSDP plugin configures it; gradients reduce-scattered as a sum),
 and each rank keeps a full copy of the weights for its rollouts, pi_old, evaluation and the
 checkpoint, gathered from the shards at every iteration and save (`gather_full`), as RL
-trainers gather FSDP shards for their rollout engine (verl's FSDP-to-vLLM weight sync). Every rank runs as many forward/backward passes
-as the busiest one (FSDP's collectives must match). An FSDP run saves no optimiser state, so it
-does not resume (start a new ``--out`` from ``--model OUT/checkpoint``).
+trainers gather FSDP shards for their rollout engine (verl's FSDP-to-vLLM weight sync). Every
+rank runs as many forward/backward passes as the busiest one (FSDP's collectives must match).
+An FSDP run saves no optimiser state, so it does not resume (start a new ``--out`` from
+``--model OUT/checkpoint``).
 
 Outputs in ``--out``: ``checkpoint/`` (loadable as ``LMAgent(model=OUT/checkpoint)``, with the
 tasks played in ``train_panels``) and ``metrics.jsonl``: the loop's keys and ``train/reward``
@@ -357,11 +358,11 @@ def assert_ranks_agree(params: Sequence[torch.nn.Parameter], world: int) -> None
         raise RuntimeError("the ranks' parameters differ after training")
 
 
-def all_reduce_sum(values: list[float], world: int, op: str = "SUM") -> list[float]:
+def all_reduce_sum(values: list[float], world: int) -> list[float]:
     if world == 1:
         return values
     tensor = torch.tensor(values, dtype=torch.float64)
-    torch.distributed.all_reduce(tensor, op=getattr(torch.distributed.ReduceOp, op))
+    torch.distributed.all_reduce(tensor)
     return tensor.tolist()
 
 
@@ -377,8 +378,8 @@ def shard(model: torch.nn.Module, world: int, device: torch.device) -> int:
     wrap policy (``--fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP``: one group per decoder layer,
     accelerate's own policy function), ``reshard_after_forward`` and CPU offload; the root
     module is the last group (tied embeddings stay in it). Gradients are reduce-scattered as a
-    sum (divide factor 1, SUM collectives), like the data-parallel all-reduce: each rank's loss is normalised by
-    the whole batch. Not ``Accelerator.prepare``: accelerate 1.15 never turns a CPU (gloo) run
+    sum (divide factor 1, SUM collectives), like the data-parallel all-reduce: each rank's loss
+    is normalised by the whole batch. Not ``Accelerator.prepare``: accelerate 1.15 never turns a CPU (gloo) run
     into FSDP (``AcceleratorState`` switches only GPU-like distributed types), and its FSDP2
     ``prepare`` wants the optimiser, which the shared loop builds. Returns the number of groups."""
     from accelerate.utils import FullyShardedDataParallelPlugin
@@ -564,10 +565,10 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         samples: list[Sample] = batch["samples"]  # type: ignore[assignment]
         totals = defaultdict(float)
         loss_value = 0.0
-        passes = -(-len(samples) // cfg.micro_batch)
+        passes = torch.tensor(-(-len(samples) // cfg.micro_batch))
         if fsdp:  # FSDP's all-gathers and reduce-scatters must match: as many passes as the busiest rank
-            passes = int(all_reduce_sum([passes], world, op="MAX")[0])
-        for chunk in range(passes):
+            torch.distributed.all_reduce(passes, op=torch.distributed.ReduceOp.MAX)
+        for chunk in range(int(passes)):
             part = samples[chunk * cfg.micro_batch:(chunk + 1) * cfg.micro_batch]
             if not part:  # an idle FSDP pass: a zero loss through the sharded model
                 ids = torch.full((1, 2), pad, device=sampler.device)
@@ -597,7 +598,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
             for key, value in sums.items():
                 totals[key] += value
             totals["entropy"] += float((entropy.detach() * written).sum())
-        if world > 1 and not fsdp:  # DDP's gradient all-reduce, as a sum: each rank's loss is normalised by the whole batch
+        if world > 1 and not fsdp:  # DDP's all-reduce, as a sum: each rank's loss is normalised by the whole batch
             for p in params:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
