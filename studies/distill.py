@@ -535,7 +535,9 @@ def main() -> None:
             target = install_checkpoint(folders[name], f"{DISTILL_ZOO}/{family_of(args.env).lower()}-{choice['method']}", meta={
                 "recipe": shlex.join(["python", "studies/distill.py", *sys.argv[1:]]), "student": name,
                 "chosen_on": dev.name,
-                "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (name, "teacher")}})
+                "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (name, "teacher")}},
+                data=f"{args.env} split=train: the teacher {Path(args.teacher).name}'s greedy episodes on seeds "
+                     f"{TRAIN_SEEDS_FROM:,}..{TRAIN_SEEDS_FROM + args.teacher_episodes - 1:,}, distilled by {choice['method']}")
             print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")
 
 
