@@ -1,7 +1,7 @@
 """Structured Agent Distillation against token-level KD, SeqKD and reverse KL: one family end to end.
 
-1. The teacher (an AR ReAct checkpoint trained here) plays training seeds ``1_000_000 + k`` as
-   an `lm` agent (greedy); its rollouts, all of them, are the distillation data
+1. The teacher (an AR ReAct checkpoint trained here) plays seeds ``1_000_000 + k`` of ``--env``'s
+   train split as an `lm` agent (greedy); its rollouts, all of them, are the distillation data
    (`record_rollouts`, resumable).
 2. Students at each ``--size`` (``name:hidden:layers``) learn from them by every ``--method``
    (`lmgym.training.distill`), plus SAD's ablations at the first size (no projection, no
@@ -94,6 +94,11 @@ def train_student(cfg: DistillConfig) -> float | None:
     records them (None for a checkpoint saved before they were recorded)."""
     train(cfg)
     return read_meta(Path(cfg.out) / "checkpoint").get("train_seconds")
+
+
+def trained_steps(checkpoint: Path) -> int:
+    """Steps a student's checkpoint holds; 0 before its first save (read_meta refuses a missing folder)."""
+    return (read_meta(checkpoint).get("step") or 0) if checkpoint.is_dir() else 0
 
 
 def normalized(text: str) -> str:
@@ -437,7 +442,7 @@ def main() -> None:
     lm = {"few_shot": 0, "batch_size": args.batch, "backend_kwargs": {"threads": 1}}  # evaluation: one thread per worker
     counts = record_rollouts(args.env, make_agent("lm", model=args.teacher, **{**lm, "backend_kwargs": {"threads": alone}}),
                              range(TRAIN_SEEDS_FROM, TRAIN_SEEDS_FROM + args.teacher_episodes), rollouts, slots=args.batch,
-                             max_steps=args.max_steps)
+                             max_steps=args.max_steps, env_kwargs={"split": "train"})  # never a dev or test task
     timings["teacher_rollouts_s"] = time.time() - started
     print(f"teacher rollouts: {counts} ({timings['teacher_rollouts_s']:.0f} s)", flush=True)
 
@@ -447,7 +452,7 @@ def main() -> None:
                              batch_size=args.batch_size, lr=args.lr, seed=args.seed, teacher_cache=str(out / "teacher_cache"),
                              quiet=True, **fields)
                for name, _, fields in runs]
-    unfinished = [cfg for cfg in configs if (read_meta(Path(cfg.out) / "checkpoint").get("step") or 0) < cfg.steps]
+    unfinished = [cfg for cfg in configs if trained_steps(Path(cfg.out) / "checkpoint") < cfg.steps]
     if any(cfg.method in ("kd", "sad") for cfg in unfinished):  # their teacher distributions, computed once for all
         write_teacher_cache(dataclasses.replace(unfinished[0], threads=alone))
     if args.jobs > 1:  # spawned, not forked: a child forked after torch ran its thread pool can hang
@@ -530,7 +535,9 @@ def main() -> None:
             target = install_checkpoint(folders[name], f"{DISTILL_ZOO}/{family_of(args.env).lower()}-{choice['method']}", meta={
                 "recipe": shlex.join(["python", "studies/distill.py", *sys.argv[1:]]), "student": name,
                 "chosen_on": dev.name,
-                "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (name, "teacher")}})
+                "eval": {f"{c['env']}/{c['name']}": c["success"] for c in cells if c["name"] in (name, "teacher")}},
+                data=f"{args.env} split=train: the teacher {Path(args.teacher).name}'s greedy episodes on seeds "
+                     f"{TRAIN_SEEDS_FROM:,}..{TRAIN_SEEDS_FROM + args.teacher_episodes - 1:,}, distilled by {choice['method']}")
             print(f"installed {target} ({sum(f.stat().st_size for f in target.iterdir()) / 1e6:.2f} MB)")
 
 

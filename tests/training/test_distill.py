@@ -296,6 +296,8 @@ def test_the_benchmark_runs_a_family_end_to_end_and_combines_runs(tmp_path):
                             capture_output=True, text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((run / "summary.json").read_text())
+    data = [json.loads(line) for line in (run / "teacher_rollouts.jsonl").read_text().splitlines()]
+    assert len(data) == 2 and all(json.loads(row["env_kwargs_json"])["split"] == "train" for row in data)  # no test task
     names = {(c["env"], c["name"]) for c in summary["cells"]}
     students = {"a-kd", "a-sad", "a-sad-no-projection", "a-sad-no-curriculum", "a-sad-reason-only", "a-sad-act-only"}
     assert {name for env, name in names if env == "lmgym/HotPotQA-Gen-Easy-v0"} == students | {"teacher"}
