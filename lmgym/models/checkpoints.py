@@ -56,7 +56,7 @@ def inherited_panels(folder: str | os.PathLike | None) -> list[dict[str, Any]]:
     panels = read_meta(path).get(TRAIN_PANELS)
     if panels is None:
         return [{"source": str(folder), "task_ids": None, "note": "an lmgym checkpoint that records no train_panels"}]
-    return [{**panel, "via": panel.get("via") or str(folder)} for panel in panels]
+    return [{**panel, "via": panel.get("via") or zoo.label(folder)} for panel in panels]
 
 
 def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,

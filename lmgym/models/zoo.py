@@ -80,6 +80,15 @@ def resolve(model: str | os.PathLike) -> Path:
     return path(str(model))
 
 
+def label(model: str | os.PathLike) -> str:
+    """How a record names `model`: its zoo name when it is a folder under the zoo root (a path
+    in one checkout means nothing in another), else the name or path as given."""
+    try:
+        return Path(model).expanduser().resolve().relative_to(root().resolve()).as_posix()
+    except ValueError:
+        return str(model)
+
+
 def is_installed(name: str) -> bool:
     return (root() / name).is_dir()
 
