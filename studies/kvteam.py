@@ -1,7 +1,13 @@
-"""The KV-communicating team, four ways: single, TextMAS, LatentMAS and DiffMAS on held-out seeds.
+"""The KV-communicating team, four ways: single, TextMAS, LatentMAS and DiffMAS on a held-out panel.
 
-Every mode answers the same questions (seeds 0..N-1 of ``--env``; the training data came from
-seeds >= 1,000,000) with the same backbone (`lmgym.agents.kvteam`). Per question:
+Every mode answers the same questions (seeds 0..N-1 of ``--env`` made with ``split=--split``,
+the test split by default) with the same backbone (`lmgym.agents.kvteam`). The panel (env, split,
+seeds, n, hash of the task ids: `lmgym.benchmarks.panels.panel_of`) is in ``summary.json`` and
+heads the table, and every row records its task id. Before any question is asked, each row's
+checkpoints (the backbone and its adapter) are checked against the panel with
+`lmgym.benchmarks.panels.contamination`: a row whose checkpoint recorded training on one of the
+panel's tasks is refused (one-line error); the verdicts (clean, or unknown where a checkpoint does
+not record all its training tasks) are in the summary and under the table. Per question:
 
 * EM (and F1 on HotPotQA) of the greedy answer, scored by the env itself (``finish[answer]``);
 * answer perplexity: exp of the mean NLL per token of the env's reference completion (its
@@ -20,13 +26,13 @@ from the SFT. ``--no-trace-control`` adds ``diffmas-LABEL-notrace``: the DiffMAS
 trace removed at test time, an ablation out of the distribution it was trained on (not the control).
 
 Rows are written one per (row, latent steps, seed) to ``episodes.jsonl`` and skipped when the
-run is resumed. ``--ablation`` repeats LatentMAS (and each DiffMAS adapter, trained at its own
+run is resumed (a folder holding rows of another panel is refused). ``--ablation`` repeats LatentMAS (and each DiffMAS adapter, trained at its own
 number of steps) at other numbers of latent steps. Writes ``summary.json``, ``table.md`` (rows
 modes, columns metrics, 95% intervals: Wilson for rates, normal for means; then each DiffMAS row
 against every other row on the seeds both answered: questions only one of them got right, and the
 exact McNemar p) and ``latent_steps.png`` (EM against latent steps) under ``--out``.
 
-    python studies/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --episodes 100 \\
+    python studies/kvteam.py --backbone arith-ar --env lmgym/Arith-v0 --split test --episodes 100 \\
         --adapters stop=arith-diffmas-stop flow=arith-diffmas-flow --ablation 0 5 10 20 40 --out runs/kvteam/arith-tiny
 """
 
@@ -47,8 +53,11 @@ import torch
 import lmgym  # noqa: F401  (registers the envs)
 from lmgym.agents.kvteam import KVTeam, load_adapters, load_backbone, majority_answer, resolve_installed
 from lmgym.agents.runner import agent_seed
+from lmgym.benchmarks.panels import EVAL_SPLIT, Panel, panel_of, refuse_contaminated
 from lmgym.benchmarks.report import _pyplot
 from lmgym.envs.registry import family_of
+from lmgym.envs.splits import ALL, SPLITS
+from lmgym.errors import InputError
 from lmgym.io import append_jsonl, atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.models.checkpoints import read_meta
 from lmgym.stats import mcnemar_exact, mean_interval, wilson_interval
@@ -61,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backbone", default="arith-ar", help="'smollm2', an installed name or a model folder")
     parser.add_argument("--env", default="lmgym/Arith-v0")
-    parser.add_argument("--episodes", type=int, default=100, help="held-out seeds 0..N-1")
+    parser.add_argument("--split", default=EVAL_SPLIT, choices=[*SPLITS, ALL],
+                        help="the env's split the seeds draw from (test: held out from every training split)")
+    parser.add_argument("--episodes", type=int, default=100, help="seeds 0..N-1 of the split")
     parser.add_argument("--modes", nargs="*", default=["single", "textmas", "latentmas"],
                         help="training-free modes (DiffMAS rows come from --adapters)")
     parser.add_argument("--adapters", nargs="*", default=[],
@@ -129,18 +140,20 @@ def make_team(args: argparse.Namespace, backbone, label: str, mode: str, latent_
 
 def run_cell(args: argparse.Namespace, backbone, label: str, mode: str, latent_steps: int, seeds: range,
              full: bool) -> None:
-    """Evaluate one (row, latent steps) on `seeds`, appending one line per seed not done yet."""
+    """Evaluate one (row, latent steps) on `seeds` of the panel's split, appending one line per seed
+    not done yet."""
     rows_path, numeric = Path(args.out) / "episodes.jsonl", family_of(args.env) == "Arith"
     done = {(r["label"], r["latent_steps"], r["seed"]) for r in read_jsonl(rows_path)} if rows_path.exists() else set()
     todo = [s for s in seeds if (label, latent_steps, s) not in done]
     if not todo:
         return
-    team, env = make_team(args, backbone, label, mode, latent_steps), gym.make(args.env)
+    team, env = make_team(args, backbone, label, mode, latent_steps), gym.make(args.env, split=args.split)
     for seed in todo:
         observation, info = env.reset(seed=seed)
         shared = team.prepare(observation)  # the upstream agents run once; every Solver pass below reads it
         greedy = team.solve(observation, seed=agent_seed(seed), numeric=numeric, communication=shared)[0]
-        row = {"label": label, "mode": mode, "latent_steps": latent_steps, "seed": seed, "answer": greedy.answer,
+        row = {"label": label, "mode": mode, "latent_steps": latent_steps, "seed": seed, "split": args.split,
+               "task_id": info["task_id"], "answer": greedy.answer,
                "text": greedy.text, **score(env, seed, greedy.answer), "seconds": greedy.seconds,
                "generated_tokens": greedy.generated_tokens, "trace_bytes": greedy.trace_bytes,
                "trace_tokens": greedy.trace_tokens}
@@ -154,6 +167,31 @@ def run_cell(args: argparse.Namespace, backbone, label: str, mode: str, latent_s
         append_jsonl(rows_path, row)
         print(f"{label} m={latent_steps} seed {seed}: em {row['em']:.0f} ({row['answer']!r}) {row['seconds']:.1f} s",
               file=sys.stderr, flush=True)
+
+
+def row_checkpoints(args: argparse.Namespace, label: str, mode: str) -> dict[str, str]:
+    """The checkpoints a row loads, as agent kwargs for `lmgym.benchmarks.panels.contamination`:
+    the backbone's folder (SmolLM2 records no lmgym training) and the adapter's."""
+    loads = {"backbone": resolve_installed(args.backbone)}
+    if mode in ("diffmas", "lora"):
+        loads["adapter"] = adapter_folder(args, label.split("-", 1)[1])
+    return loads
+
+
+def check_panel(args: argparse.Namespace, rows_spec: list[tuple[str, str]], panel: Panel) -> dict[str, bool | None]:
+    """Each row's contamination verdict on `panel` (False: clean, None: unknown); InputError, one
+    line, when a row's checkpoint trained on one of its tasks, or when ``--out`` holds rows of
+    another panel (a task id that is not the panel's at that seed)."""
+    where = f"{args.env} (split {args.split}, seeds 0..{panel.n - 1}, panel {panel.hash[:12]})"
+    verdicts = {label: refuse_contaminated(row_checkpoints(args, label, mode), panel, label, where,
+                                           "evaluate it on the test split, or retrain it on the train split")
+                for label, mode in rows_spec}
+    rows_path = Path(args.out) / "episodes.jsonl"
+    for row in read_jsonl(rows_path) if rows_path.exists() else []:
+        if row["seed"] >= panel.n or row.get("task_id") != panel.task_ids[row["seed"]]:
+            raise InputError(f"{rows_path} holds rows of another panel (seed {row['seed']} of row {row['label']} "
+                             f"is not the task of {where}): write to another --out")
+    return verdicts
 
 
 def summarize(rows: list[dict]) -> list[dict]:
@@ -203,9 +241,14 @@ def ci(value: float, interval, digits: int = 2) -> str:
     return f"{value:.{digits}f} [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
-def table(args: argparse.Namespace, cells: list[dict], comparisons: list[dict]) -> str:
-    lines = [f"`{args.env}`, backbone `{args.backbone}`, {args.latent_steps} latent steps, seeds 0..{args.episodes - 1}; "
-             f"self-consistency over {args.samples} samples at temperature {SC_TEMPERATURE}.", "",
+def table(args: argparse.Namespace, panel: dict, verdicts: dict[str, bool | None], cells: list[dict],
+          comparisons: list[dict]) -> str:
+    unknown = sorted(label for label, verdict in verdicts.items() if verdict is None)
+    lines = [f"`{args.env}`, split {panel['split']}, seeds 0..{panel['n'] - 1} (n = {panel['n']}, panel "
+             f"`{panel['hash'][:12]}`), backbone `{args.backbone}`, {args.latent_steps} latent steps; "
+             f"self-consistency over {args.samples} samples at temperature {SC_TEMPERATURE}. Training tasks in the "
+             "panel: none recorded" + (f"; unknown for {', '.join(unknown)} (a checkpoint does not record all its "
+                                       "training tasks)" if unknown else "") + ".", "",
              "| mode | n | EM [95% CI] | F1 | answer perplexity [95% CI] | self-consistency EM [95% CI] "
              "| seconds / question [95% CI] | generated tokens | trace memory (KiB) |",
              "| --- | ---: | --- | ---: | --- | --- | --- | ---: | ---: |"]
@@ -253,7 +296,7 @@ def plot(args: argparse.Namespace, cells: list[dict], path: Path) -> None:
         errors = [[c["em"] - c["em_ci"][0] for c in group], [c["em_ci"][1] - c["em"] for c in group]]
         ax.errorbar(xs, ems, yerr=errors, marker="o", capsize=3, label=label)
     ax.set(xlabel="latent steps per upstream agent", ylabel="EM (Wilson 95% CI)", ylim=(0, 1),
-           title=f"{args.env.split('/')[-1]}, backbone {args.backbone}")
+           title=f"{args.env.split('/')[-1]} ({args.split} split), backbone {args.backbone}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -264,9 +307,11 @@ def study(args: argparse.Namespace) -> dict:
     and plot; returns the summary."""
     torch.set_num_threads(1)
     out, started = Path(args.out), time.time()
+    rows_spec = [(mode, mode) for mode in args.modes] + adapter_rows(args)
+    panel = panel_of(args.env, {"split": args.split}, range(max(args.episodes, args.ablation_episodes or 0)))
+    verdicts = check_panel(args, rows_spec, panel)  # before any question: a contaminated row is refused
     out.mkdir(parents=True, exist_ok=True)
     backbone = load_backbone(args.backbone)  # it resolves installed names
-    rows_spec = [(mode, mode) for mode in args.modes] + adapter_rows(args)
     for label, mode in rows_spec:
         steps = args.latent_steps if mode in ("latentmas", "diffmas") else 0
         run_cell(args, backbone, label, mode, steps, range(args.episodes), full=True)
@@ -278,8 +323,9 @@ def study(args: argparse.Namespace) -> dict:
                 run_cell(args, backbone, label, mode, m, range(args.ablation_episodes or args.episodes), full=False)
     rows = list(read_jsonl(out / "episodes.jsonl"))
     cells, comparisons = summarize(rows), paired(rows, args.latent_steps)
-    markdown = table(args, cells, comparisons)
-    summary = {"args": vars(args), "cells": cells, "paired": comparisons, "wall_s_this_run": time.time() - started}
+    markdown = table(args, panel.record(), verdicts, cells, comparisons)
+    summary = {"args": vars(args), "panel": panel.record(), "contamination": verdicts, "cells": cells,
+               "paired": comparisons, "wall_s_this_run": time.time() - started}
     atomic_write_json(out / "summary.json", summary)
     atomic_write_text(out / "table.md", markdown)
     if args.ablation:
@@ -300,7 +346,10 @@ def run(quick: bool = False, argv: list[str] | None = None) -> dict:
 
 
 def main() -> None:
-    print(study(build_parser().parse_args())["table"])
+    try:
+        print(study(build_parser().parse_args())["table"])
+    except InputError as error:
+        raise SystemExit(f"kvteam: error: {error}") from None
 
 
 if __name__ == "__main__":

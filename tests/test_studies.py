@@ -210,6 +210,31 @@ def test_kvteam(load_study):
         ("diffmas-stop", o) for o in ("single", "textmas", "latentmas", "lora-solo")}
     assert all(p["n"] == 2 and 0 <= p["p"] <= 1 for p in result["paired"])
     assert "| diffmas-stop | 2 |" in result["table"]
+    panel = result["panel"]  # the test split by default, named and hashed, and every row played its tasks
+    assert (panel["env_id"], panel["split"], panel["n"], panel["seeds"]) == ("lmgym/Arith-v0", "test", 2, [0, 1])
+    assert f"split test, seeds 0..1 (n = 2, panel `{panel['hash'][:12]}`)" in result["table"]
+    # the installed backbone was trained before splits and records no task ids: unknown, not clean
+    assert result["contamination"] == dict.fromkeys(cells, None)
+
+
+def test_kvteam_refuses_a_row_trained_on_the_panel(load_study, tmp_path):
+    import shutil
+
+    from lmgym.benchmarks.panels import panel_of
+    from lmgym.errors import InputError
+    from lmgym.io import atomic_write_json
+    from lmgym.models import zoo
+    from lmgym.models.checkpoints import META_FILE, TRAIN_PANELS, read_meta
+
+    adapter = tmp_path / "adapter"  # the installed control, its meta claiming the test task of seed 1
+    shutil.copytree(zoo.path("kvteam/arith-solver-lora"), adapter)
+    trained = panel_of("lmgym/Arith-v0", {"split": "test"}, [1])
+    atomic_write_json(adapter / META_FILE, {**read_meta(adapter), TRAIN_PANELS: [{**trained.record(), "task_ids": list(trained.task_ids)}]})
+    study = load_study("kvteam")
+    with pytest.raises(InputError, match=r"refusing to evaluate lora-leak on lmgym/Arith-v0 \(split test, seeds 0\.\.1, "
+                                         r"panel \w{12}\): its checkpoint .* trained on 1 of the panel's 2 tasks"):
+        study.run(argv=["--episodes", "2", "--modes", "--adapters", f"leak={adapter}", "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()  # refused before any question
 
 
 def test_lm_agents(load_study):

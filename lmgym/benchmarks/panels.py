@@ -204,6 +204,16 @@ def contamination(agent_kwargs: dict[str, Any], panel: Panel) -> tuple[bool | No
     return verdict, ""
 
 
+def refuse_contaminated(agent_kwargs: dict[str, Any], panel: Panel, who: str, where: str,
+                        remedy: str = "evaluate it on another panel") -> bool | None:
+    """`contamination`'s verdict for `who` (an agent or a study's row) evaluated on `panel`
+    (named `where`); InputError, one line, when it is contaminated."""
+    verdict, why = contamination(agent_kwargs, panel)
+    if verdict:
+        raise InputError(f"refusing to evaluate {who} on {where}: {why}; {remedy}")
+    return verdict
+
+
 def check_contamination(spec) -> dict[tuple[str, str], bool | None]:
     """The verdict of every (env, agent) cell of `spec` (a `BenchmarkSpec`); InputError, one
     line, on the first contaminated cell unless ``spec.allow_contaminated``."""
@@ -214,10 +224,11 @@ def check_contamination(spec) -> dict[tuple[str, str], bool | None]:
             if not isinstance(panel, Panel):
                 verdicts[env.name, agent.name] = None
                 continue
-            verdict, why = contamination(agent.kwargs, panel)
-            if verdict and not spec.allow_contaminated:
-                raise InputError(f"refusing to evaluate {agent.name} on {env.name}: {why}; evaluate it on another "
-                                 "panel, or pass --allow-contaminated (spec: allow_contaminated: true) to run it "
-                                 "with its rows marked contaminated")
-            verdicts[env.name, agent.name] = verdict
+            if spec.allow_contaminated:
+                verdicts[env.name, agent.name] = contamination(agent.kwargs, panel)[0]
+                continue
+            verdicts[env.name, agent.name] = refuse_contaminated(
+                agent.kwargs, panel, agent.name, env.name,
+                "evaluate it on another panel, or pass --allow-contaminated (spec: allow_contaminated: true) to run "
+                "it with its rows marked contaminated")
     return verdicts

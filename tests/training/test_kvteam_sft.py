@@ -102,3 +102,12 @@ def test_an_interrupted_run_resumes_exactly(setup, interrupt_training):
         assert whole.keys() == resumed.keys() and all(torch.allclose(whole[k], resumed[k], atol=1e-6) for k in whole)
     # a finished run keeps its optimizer state: given more steps, it continues
     assert (setup / "cut" / "adapter" / "optimizer.pt").exists()
+
+
+def test_inherited_panels_name_an_installed_backbone_by_its_zoo_name(tmp_path):
+    from lmgym.models.checkpoints import inherited_panels
+    from lmgym.training.kvteam_sft import backbone_source
+
+    assert backbone_source("smollm2") is None and backbone_source(str(tmp_path)) == str(tmp_path)
+    assert backbone_source("arith-ar") == "kvteam/arith-ar"  # not this machine's folder of it
+    assert {p["via"] for p in inherited_panels(backbone_source("arith-ar"))} == {"kvteam/arith-ar"}
