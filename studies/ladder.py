@@ -128,8 +128,10 @@ def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: 
 
     def write(folder: Path) -> None:
         for file in checkpoint.iterdir():
-            if file.name not in (adapter, META_FILE, OPTIMIZER_FILE, "README.md"):
+            if file.name not in (adapter, META_FILE, OPTIMIZER_FILE, "README.md", "adapter_config.json"):
                 shutil.copy2(file, folder / file.name)
+        peft_config = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))
+        atomic_write_json(folder / "adapter_config.json", {**peft_config, "base_model_name_or_path": "smollm2"})
         weights = safetensors.torch.load_file(str(checkpoint / adapter))
         safetensors.torch.save_file({k: v.half() for k, v in weights.items()}, str(folder / adapter))
         atomic_write_json(folder / META_FILE, {**meta, "train_config": config, "base_model": "smollm2", **extra})
