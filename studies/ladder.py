@@ -214,13 +214,14 @@ def summarize(family: str, out: Path) -> dict[str, Any]:
             won.update({(rung, row["env"], row["episode"]): bool(row["won"]) for row in rows})
     pairs = []
     for env in dict.fromkeys(c["env"] for c in cells):
-        rungs = [c["rung"] for c in cells if c["env"] == env]
+        rungs = [c["rung"] for c in cells if c["env"] == env and c["episodes"]]
         for a, b in itertools.combinations(rungs, 2):
             shared = sorted({k for r, e, k in won if (r, e) == (a, env)} & {k for r, e, k in won if (r, e) == (b, env)})
             only_a = sum(won[a, env, k] and not won[b, env, k] for k in shared)
             only_b = sum(won[b, env, k] and not won[a, env, k] for k in shared)
-            pairs.append({"env": env, "first": a, "second": b, "n": len(shared), "only_first": only_a,
-                          "only_second": only_b, "p": mcnemar_exact(only_a, only_b)})
+            if shared:
+                pairs.append({"env": env, "first": a, "second": b, "n": len(shared), "only_first": only_a,
+                              "only_second": only_b, "p": mcnemar_exact(only_a, only_b)})
     return {"family": family, "cells": cells, "mcnemar": pairs}
 
 
