@@ -366,3 +366,20 @@ def test_distill_chooses_each_method_on_dev_and_reports_test(load_study):
     assert chosen["kd"]["student"] == "tiny-kd" and chosen["kd"]["test_wins"] == 0  # test's 9/10 chooses nothing
     assert chosen["sad"]["student"] == "tiny-sad" and chosen["sad"]["test_wins"] == 1  # the dev tie: higher accuracy
     assert "tiny-kd | 3 / 10 | 0.00" in study.chosen_table(list(chosen.values()), "dev", "test")
+
+
+def test_ladder(load_study, tmp_path):
+    """Teacher and random on 2 ALFWorld-Gen test tasks: the same tasks, paired, in the table."""
+    study = load_study("ladder")
+    summary = study.run(quick=True, out=tmp_path)
+    cells = {c["rung"]: c for c in summary["cells"]}
+    assert set(cells) == {"teacher", "random"} and {c["env"] for c in cells.values()} == {"ALFWorld-Gen test"}
+    for cell in cells.values():
+        assert cell["episodes"] == 2 and within(cell["success_rate"], cell["success_ci95"]) and cell["training"] is None
+        assert cell["command"] == f"python studies/ladder.py --family alfworld --rung {cell['rung']}"
+    assert cells["teacher"]["success_rate"] == 1.0  # the grounded teacher wins the generated games
+    [pair] = summary["mcnemar"]
+    assert (pair["first"], pair["second"], pair["n"]) == ("teacher", "random", 2)
+    assert pair["only_first"] + pair["only_second"] <= 2 and 0 < pair["p"] <= 1
+    assert "| ALFWorld-Gen test | teacher vs random | 2 |" in study.markdown(summary)
+    assert (tmp_path / "alfworld" / "summary.md").is_file()

@@ -26,10 +26,13 @@ The raw completion stays in the rollout; ``Decision.extra`` records ``format_err
 
 A checkpoint trained here by `lmgym.training.lm` records the prompt it was trained with in its
 meta (``react_prompt``): the agent then uses exactly that (instructions on or off, no few-shot,
-the same budget) unless told otherwise. ``model="tiny-ar"`` / ``"tiny-mdlm"`` stand for the tiny
-ReAct model installed for the family of each episode's env (`examples/train_tiny_react.py`), and
-``"tiny-rl"`` for the family's best one after multi-turn RL (`lmgym.training.grpo`, studies/rl.py),
-so one agent entry of a benchmark spec plays every family with its own model.
+the same budget) unless told otherwise. The names of `FAMILY_MODELS` stand for a model installed
+per family, chosen by each episode's env: ``model="tiny-ar"`` / ``"tiny-mdlm"`` the tiny ReAct
+model (`examples/train_tiny_react.py`), ``"tiny-rl"`` the family's best one after multi-turn RL
+(`lmgym.training.grpo`, studies/rl.py), ``"smollm2-sft"`` SmolLM2-135M-Instruct fine-tuned (LoRA)
+on the family's teacher episodes (studies/ladder.py, docs/ladder.md; its adapter plays on
+llama.cpp, merged into the base once: `merged_gguf`), so one agent entry of a benchmark spec
+plays every family with its own model.
 
 ``batch_size`` > 1 lets `lmgym.agents.runner.run_episodes` (and the benchmark runner) keep that
 many episodes in lockstep, one backend call per step for all of them.
@@ -59,17 +62,56 @@ from lmgym.models.backends import SamplingParams, TextBackend, make_text_backend
 from lmgym.react import (DEFAULT_PROMPT, Demonstration, ReActPrompt, Turn, advance_window, completion_tokens,
                          observation_tokens, parse_completion, render_messages, system_text, transcript_budget)
 
-#: Model names that stand for the tiny ReAct model of the env's family (`installed_tiny_model`):
-#: its SFT models and ``tiny-rl``, the best of them after multi-turn RL (studies/rl.py --install).
-TINY_MODELS = {"tiny-ar": "ar", "tiny-mdlm": "mdlm", "tiny-rl": "rl"}
+#: Model names that stand for a model installed per env family: the zoo name (``{family}``: the
+#: family, lower case) and the command that installs it. The one home of these aliases: the
+#: tiny ReAct models (`examples/train_tiny_react.py`), the best of them after multi-turn RL
+#: (studies/rl.py), and the reference ladder's fine-tuned SmolLM2 (studies/ladder.py, docs/ladder.md).
+FAMILY_MODELS = {
+    "tiny-ar": ("react/{family}-ar", "python examples/train_tiny_react.py --env <a {Family} env> --install"),
+    "tiny-mdlm": ("react/{family}-mdlm", "python examples/train_tiny_react.py --env <a {Family} env> --install"),
+    "tiny-rl": ("react/{family}-rl", "python studies/rl.py --families {family} --install"),
+    "smollm2-sft": ("ladder/{family}-smollm2-sft", "python studies/ladder.py --family {family} --rung smollm2-sft"),
+}
+#: The tiny aliases by kind (``"tiny-ar"``: ``"ar"``), as `installed_tiny_model` takes them.
+TINY_MODELS = {alias: alias.removeprefix("tiny-") for alias in FAMILY_MODELS if alias.startswith("tiny-")}
+
+
+def installed_family_model(alias: str, family: str) -> Path:
+    """The zoo folder `alias` (a key of `FAMILY_MODELS`) stands for in `family`; a family with
+    none raises `lmgym.models.zoo.ModelNotInstalled`, one line naming the command that builds it."""
+    name, command = FAMILY_MODELS[alias]
+    return zoo.path(name.format(family=family.lower()), rebuild=command.format(family=family.lower(), Family=family))
 
 
 def installed_tiny_model(family: str, kind: str) -> Path:
-    """The zoo folder ``react/<family>-<kind>`` (`examples/train_tiny_react.py --install` writes
-    it; ``rl``: ``studies/rl.py --install``)."""
-    rebuild = (f"python studies/rl.py --families {family.lower()} --install" if kind == "rl"
-               else f"python examples/train_tiny_react.py --env <a {family} env> --install")
-    return zoo.path(f"react/{family.lower()}-{kind}", rebuild=rebuild)
+    """The zoo folder ``react/<family>-<kind>`` (``tiny-<kind>`` in `FAMILY_MODELS`)."""
+    return installed_family_model(f"tiny-{kind}", family)
+
+
+def merged_gguf(folder: Path) -> Path:
+    """llama.cpp's file for the LoRA checkpoint `folder`: the adapter merged into its base
+    (``"smollm2"``, or the base folder its meta names), written once as an f16 GGUF into the
+    cache (`lmgym.data.cache_dir`), named by a hash of the folder's files."""
+    import hashlib
+    import json
+
+    from lmgym.data import cache_dir
+
+    key = hashlib.sha256(json.dumps(zoo.describe(folder)["files"], sort_keys=True).encode()).hexdigest()[:16]
+    out = cache_dir() / "gguf" / f"{folder.name}-{key}.gguf"
+    if not out.is_file():
+        import torch
+        from peft import PeftModel
+
+        from lmgym.models.checkpoints import read_meta
+        from lmgym.models.export import write_gguf
+        from lmgym.models.networks import load_local_model, smollm2_folder
+        from lmgym.models.tokenizer import load_tokenizer
+
+        base = read_meta(folder).get("base_model")
+        model = load_local_model(smollm2_folder() if base == "smollm2" else base, dtype=torch.float32)
+        write_gguf(PeftModel.from_pretrained(model, str(folder)), load_tokenizer(folder), out, dtype="f16", name=folder.name)
+    return out
 
 
 @dataclass
@@ -136,7 +178,8 @@ class LMAgent(Agent):
 
     Args:
         model: ``"smollm2"``, a local folder, the model name an endpoint serves, or
-            ``"tiny-ar"``/``"tiny-mdlm"``/``"tiny-rl"`` (the installed tiny model of the env's family).
+            a name of `FAMILY_MODELS` (``"tiny-ar"``, ``"tiny-rl"``, ``"smollm2-sft"``, ...: the model
+            installed for the env's family).
         backend: ``"hf"``, ``"diffusion"``, ``"openai"``, a `TextBackend`, or None to pick from
             ``model`` and ``base_url`` (`lmgym.models.backends.make_text_backend`).
         base_url: an OpenAI-compatible endpoint (``http://127.0.0.1:8000/v1``).
@@ -208,27 +251,29 @@ class LMAgent(Agent):
         self._models: dict[str, _Model] = {}
         self._slots: dict[int, _Slot] = {}
         self._episodes = 0
-        if self.model not in TINY_MODELS:  # load now: a bad folder or endpoint fails at construction
+        if self.model not in FAMILY_MODELS:  # load now: a bad folder or endpoint fails at construction
             self._model_for(None)
         super().reset(seed=None)
 
     @property
     def backend(self) -> TextBackend:
-        """The backend of the model last used (the only one unless ``model`` is a tiny alias)."""
+        """The backend of the model last used (the only one unless ``model`` is a family alias)."""
         return next(reversed(self._models.values())).backend
 
     def _model_for(self, env_id: str | None) -> "_Model":
-        """The model that plays `env_id`: ``model`` itself, or for ``"tiny-ar"``/``"tiny-mdlm"``
-        the tiny ReAct model installed for the env's family."""
+        """The model that plays `env_id`: ``model`` itself, or for a name of
+        `FAMILY_MODELS` the model installed for the env's family."""
         folder = self.model
-        if self.model in TINY_MODELS:
+        if self.model in FAMILY_MODELS:
             if env_id is None:
                 raise ValueError(f"model {self.model!r} is chosen per env family: reset the agent with an env_id")
-            folder = str(installed_tiny_model(family_of(env_id), TINY_MODELS[self.model]))
+            folder = str(installed_family_model(self.model, family_of(env_id)))
         if folder not in self._models:
             kwargs = dict(self.backend_kwargs)
             if not isinstance(self.backend_choice, TextBackend):
-                kwargs["model"] = folder
+                # a LoRA adapter plays on llama.cpp, merged into its base; other backends load the folder itself
+                lora = self.backend_choice in (None, "llamacpp") and (Path(folder) / "adapter_config.json").is_file()
+                kwargs["model"] = str(merged_gguf(Path(folder))) if lora else folder
                 if self.base_url:
                     kwargs["base_url"] = self.base_url
             self._models[folder] = _Model.build(make_text_backend(self.backend_choice, **kwargs), trained_prompt(folder),

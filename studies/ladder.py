@@ -1,0 +1,291 @@
+"""The reference ladder of small pretrained models (issue 40): one family's rungs on the same tasks.
+
+Each rung is one command; each is resumable (a cut run continues where it stopped) and plays
+the first ``--episodes`` (50) tasks of every panel of the family's spec
+(``studies/specs/ladder_<family>.yaml``) into ``OUT/<family>/<rung>/``, a `lmgym bench` folder::
+
+    python studies/ladder.py --family alfworld --rung teacher          # the grounded teacher (docs/teachers.md)
+    python studies/ladder.py --family alfworld --rung random
+    python studies/ladder.py --family alfworld --rung smollm2-fewshot  # SmolLM2-135M-Instruct, 2 demonstrations
+    python studies/ladder.py --family alfworld --rung smollm2-sft      # teacher episodes -> LoRA SFT -> zoo -> play
+    python studies/ladder.py --family alfworld --summary               # the table, docs/ladder.md
+
+``smollm2-sft`` builds its model first, each step skipped once done:
+
+1. grounded-teacher episodes of the family's TRAIN splits, won ones only
+   (``examples/teacher_rollouts.py``; `Family.teacher_data`);
+2. LoRA SFT of SmolLM2-135M-Instruct on them (`lmgym.training.lm`, fp32, loss on the model's
+   reasoning and action tokens only, history cut to `Family.max_prompt_tokens` as `LMAgent` cuts
+   it; `SFT`), a checkpoint every ``save_every`` steps, so a cut run resumes or installs the last;
+3. the adapter installed in half precision (a few MB, no optimiser state) as the zoo model
+   ``ladder/<family>-smollm2-sft``, its meta recording the train config, seed, train panels,
+   wall time and tokens (`install_adapter`). ``LMAgent("smollm2-sft")`` resolves it per family
+   (`lmgym.agents.lm.FAMILY_MODELS`) and plays it on llama.cpp, merged into the base once.
+
+The summary (``--summary``; `summarize`) reads every rung's folder: per panel and rung the
+success rate with its Wilson 95% interval, steps, tokens and seconds per episode, invalid-action
+and format-error rates, the training cost, and paired exact McNemar tests between rungs on the
+same tasks (`lmgym.stats.mcnemar_exact`).
+
+``run(quick=True)`` plays the teacher and random rungs on 2 ALFWorld-Gen test tasks (no data, seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from lmgym.benchmarks.runner import read_rows, run_benchmark
+from lmgym.benchmarks.spec import BenchmarkSpec, load_spec
+from lmgym.errors import InputError
+from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
+from lmgym.models import zoo
+from lmgym.stats import mcnemar_exact
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNGS = ("teacher", "random", "smollm2-fewshot", "smollm2-sft")
+#: Rungs whose model is trained here, by the `lmgym.agents.lm.FAMILY_MODELS` alias they install.
+TRAINED = {"smollm2-sft": "ladder/{family}-smollm2-sft"}
+
+
+@dataclass(frozen=True)
+class Family:
+    spec: str
+    #: (env id, gym.make kwargs as key=value, episodes, first seed) of the teacher's training episodes
+    teacher_data: tuple[tuple[str, tuple[str, ...], int, int], ...]
+    #: the SFT history budget: the few most recent turns (measured per family, docs/ladder.md)
+    max_prompt_tokens: int
+
+
+FAMILIES = {
+    # ALFWorld: ~90-105 tokens per turn (observation + "Thought/Action"), the room listing ~200-300:
+    # 512 tokens keep the listing and the last 2-4 turns, or the last ~5 turns
+    "alfworld": Family("studies/specs/ladder_alfworld.yaml",
+                       (("lmgym/ALFWorld-Gen-v0", ("split=train",), 600, 1_000_000),
+                        ("lmgym/ALFWorld-v0", ("split=train",), 711, 0)), max_prompt_tokens=512),
+}
+#: LoRA SFT of SmolLM2-135M-Instruct: sized for one session of a shared 2-core CPU (~35 tokens/s
+#: measured on one thread under load, 2 x ~515 tokens per step: ~30 s per step).
+SFT = {"lora_r": 16, "lora_alpha": 16, "batch_size": 2, "steps": 60, "warmup": 10, "lr": 5e-4, "save_every": 10,
+       "log_every": 5, "seed": 0, "threads": 1}
+
+
+def command(family: str, rung: str) -> str:
+    return f"python studies/ladder.py --family {family} --rung {rung}"
+
+
+# -- building the trained rung ---------------------------------------------------------------------
+def teacher_data(family: str, out: Path) -> list[Path]:
+    """The won teacher episodes of the family's train splits, one file per env (resumable)."""
+    files = []
+    for env_id, kwargs, episodes, first in FAMILIES[family].teacher_data:
+        path = out / f"teacher_{env_id.split('/')[-1]}.jsonl"
+        done = sum(1 for _ in read_jsonl(path)) if path.exists() else 0
+        if done < episodes * 0.9:  # the teacher loses a few; rerunning skips the seeds already there
+            subprocess.run([sys.executable, str(ROOT / "examples/teacher_rollouts.py"), "--env-id", env_id,
+                            "--env-kwargs", *kwargs, "--episodes", str(episodes), "--seed-start", str(first),
+                            "--out", str(path)], check=True, stdout=subprocess.DEVNULL)
+        files.append(path)
+    return files
+
+
+def train_sft(family: str, data: list[Path], out: Path, steps: int | None = None) -> Path:
+    """LoRA SFT of SmolLM2 on `data` into ``out/checkpoint`` (resumes a cut run)."""
+    from lmgym.training.lm import LMTrainConfig, train
+
+    config = {**SFT, "steps": steps or SFT["steps"]}
+    train(LMTrainConfig(data=tuple(map(str, data)), out=str(out), init="smollm2",
+                        max_prompt_tokens=FAMILIES[family].max_prompt_tokens, quiet=True, **config))
+    return out / "checkpoint"
+
+
+def training_cost(run: Path) -> dict[str, Any]:
+    """Steps, wall seconds and tokens of a training run, from its metrics log (every attempt)."""
+    last = list(read_jsonl(run / "metrics.jsonl"))[-1]
+    return {"steps": int(last["train/step"]), "wall_seconds": round(last["time/seconds"], 1),
+            "train_tokens": int(last["train/tokens"]),
+            "tokens_per_second": round(last["train/tokens"] / max(last["time/seconds"], 1e-9), 1)}
+
+
+def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: dict[str, Any]) -> Path:
+    """Install a LoRA checkpoint in the zoo: the adapter in half precision, the tokenizer, and a
+    meta without this run's local paths whose base is ``"smollm2"``; no optimiser state."""
+    import safetensors.torch
+
+    from lmgym.models.checkpoints import META_FILE, OPTIMIZER_FILE, read_meta
+
+    meta = read_meta(checkpoint)
+    config = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out")}
+    adapter = "adapter_model.safetensors"
+
+    def write(folder: Path) -> None:
+        for file in checkpoint.iterdir():
+            if file.name not in (adapter, META_FILE, OPTIMIZER_FILE, "README.md", "adapter_config.json"):
+                shutil.copy2(file, folder / file.name)
+        peft_config = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))
+        atomic_write_json(folder / "adapter_config.json", {**peft_config, "base_model_name_or_path": "smollm2"})
+        weights = safetensors.torch.load_file(str(checkpoint / adapter))
+        safetensors.torch.save_file({k: v.half() for k, v in weights.items()}, str(folder / adapter))
+        atomic_write_json(folder / META_FILE, {**meta, "train_config": config, "base_model": "smollm2", **extra})
+
+    return zoo.install(name, write, command=cmd, data=data)
+
+
+def build_sft(family: str, out: Path, steps: int | None = None) -> Path:
+    """The installed SFT model of `family` (built first when missing)."""
+    name = TRAINED["smollm2-sft"].format(family=family)
+    if zoo.is_installed(name):
+        return zoo.path(name)
+    work = out / family / "smollm2-sft-train"
+    data = teacher_data(family, work)
+    checkpoint = train_sft(family, data, work, steps)
+    described = "; ".join(f"{env_id} {' '.join(kw)}: won grounded-teacher episodes of {n} seeds from {first}"
+                          for env_id, kw, n, first in FAMILIES[family].teacher_data)
+    return install_adapter(checkpoint, name, data=described, cmd=command(family, "smollm2-sft"),
+                           extra={"ladder": {"family": family, "rung": "smollm2-sft", "cost": training_cost(work),
+                                             "checkpoint_choice": "the last (no dev selection)"}})
+
+
+# -- evaluating ------------------------------------------------------------------------------------
+def slug(label: str) -> str:
+    return "-".join(label.lower().replace("_", "-").split())
+
+
+def rung_specs(family: str, rung: str, episodes: int, envs: tuple[str, ...] = ()) -> list[BenchmarkSpec]:
+    """One spec per panel of the family's spec, cut to `rung`'s agent and the panel's first
+    `episodes` tasks (a panel that sweeps its tasks keeps sweeping: tasks 0..episodes-1)."""
+    spec = load_spec(ROOT / FAMILIES[family].spec)
+    agents = tuple(a for a in spec.agents if a.name == rung)
+    if not agents:
+        raise InputError(f"rung {rung!r} is not in {FAMILIES[family].spec}; choose from {[a.name for a in spec.agents]}")
+    return [replace(spec, id=f"ladder-{family}-{rung}", agents=agents, episodes=episodes,
+                    envs=(replace(env, episodes=min(episodes, env.episodes or spec.episodes)),))
+            for env in spec.envs if not envs or env.name in envs]
+
+
+def evaluate(family: str, rung: str, out: Path, episodes: int, envs: tuple[str, ...] = (),
+             max_steps: int | None = None, quiet: bool = True) -> None:
+    """Play `rung` on each panel into ``out/<family>/<rung>/<panel>/`` (a resumable bench folder)."""
+    for spec in rung_specs(family, rung, episodes, envs):
+        spec = replace(spec, max_steps=max_steps) if max_steps else spec
+        run_benchmark(spec, out / family / rung / slug(spec.envs[0].name), quiet=quiet, plots=False)
+
+
+def finished_prefix(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of tasks 0..K-1, K the first task not finished: a run cut mid-way reports the
+    tasks it finished in order, not the quick ones that finished early in a lockstep batch."""
+    done = {row["episode"]: row for row in rows if row.get("error") is None}
+    k = 0
+    while k in done:
+        k += 1
+    return [done[i] for i in range(k)]
+
+
+# -- the table -------------------------------------------------------------------------------------
+def cost_of(family: str, rung: str) -> dict[str, Any] | None:
+    """A trained rung's training cost, from its installed meta (None: nothing trained)."""
+    if rung not in TRAINED or not zoo.is_installed(TRAINED[rung].format(family=family)):
+        return None
+    from lmgym.models.checkpoints import read_meta
+
+    return read_meta(TRAINED[rung].format(family=family)).get("ladder", {}).get("cost")
+
+
+def summarize(family: str, out: Path) -> dict[str, Any]:
+    """Every measured rung's cells (the finished prefix of each panel's tasks) and the paired
+    McNemar tests between rungs on the tasks both finished."""
+    from lmgym.benchmarks.report import summarize as bench_summary
+
+    cells, won = [], {}
+    for rung in RUNGS:
+        for folder in sorted((out / family / rung).glob("*/spec.json")):
+            spec = BenchmarkSpec.from_dict(json.loads(folder.read_text(encoding="utf-8")))
+            rows = finished_prefix(read_rows(folder.parent))
+            for cell in bench_summary(spec, rows)["cells"]:
+                cells.append({**cell, "rung": rung, "command": command(family, rung), "training": cost_of(family, rung)})
+            won.update({(rung, row["env"], row["episode"]): bool(row["won"]) for row in rows})
+    pairs = []
+    for env in dict.fromkeys(c["env"] for c in cells):
+        rungs = [c["rung"] for c in cells if c["env"] == env and c["episodes"]]
+        for a, b in itertools.combinations(rungs, 2):
+            shared = sorted({k for r, e, k in won if (r, e) == (a, env)} & {k for r, e, k in won if (r, e) == (b, env)})
+            only_a = sum(won[a, env, k] and not won[b, env, k] for k in shared)
+            only_b = sum(won[b, env, k] and not won[a, env, k] for k in shared)
+            if shared:
+                pairs.append({"env": env, "first": a, "second": b, "n": len(shared), "only_first": only_a,
+                              "only_second": only_b, "p": mcnemar_exact(only_a, only_b)})
+    return {"family": family, "cells": cells, "mcnemar": pairs}
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def markdown(summary: dict[str, Any]) -> str:
+    lines = ["| panel | rung | success [Wilson 95%] | n | steps | tokens/episode | s/episode | invalid | format errors "
+             "| training |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for c in summary["cells"]:
+        if not c["episodes"]:
+            continue
+        low, high = c["success_ci95"]
+        n = c["episodes"] if c["episodes"] == c["expected_episodes"] else f"{c['episodes']} of {c['expected_episodes']}"
+        cost = c["training"]
+        trained = (f"{cost['steps']} steps, {cost['train_tokens'] / 1000:.0f}k tokens, {cost['wall_seconds'] / 60:.0f} min"
+                   if cost else "none")
+        lines.append(f"| {c['env']} | {c['rung']} | {c['success_rate']:.2f} [{low:.2f}, {high:.2f}] | {n} | "
+                     f"{_num(c['mean_steps'], 1)} | {_num(c['tokens_per_episode'])} | {_num(c['seconds_per_episode'], 2)} | "
+                     f"{_num(c['invalid_action_rate'], 2)} | {_num(c['format_error_rate'], 2)} | {trained} |")
+    lines += ["", "| panel | rungs | paired n | won by first only | won by second only | exact McNemar p |",
+              "| --- | --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {p['env']} | {p['first']} vs {p['second']} | {p['n']} | {p['only_first']} | {p['only_second']} | "
+              f"{p['p']:.3g} |" for p in summary["mcnemar"]]
+    return "\n".join(lines)
+
+
+def run(quick: bool = False, family: str = "alfworld", rungs: tuple[str, ...] = ("teacher", "random"),
+        out: Path | None = None, episodes: int = 50, envs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Play `rungs` (quick: teacher and random on 2 ALFWorld-Gen test tasks of at most 20 steps)
+    and return the summary of every rung measured in `out`."""
+    out = Path(out or tempfile.mkdtemp(prefix="lmgym-ladder-"))
+    for rung in rungs:
+        if quick:
+            evaluate(family, rung, out, 2, envs=("ALFWorld-Gen test",), max_steps=20)
+        else:
+            if rung in TRAINED:
+                build_sft(family, out)
+            evaluate(family, rung, out, episodes, envs, quiet=False)
+    summary = summarize(family, out)
+    atomic_write_json(out / family / "summary.json", summary)
+    atomic_write_text(out / family / "summary.md", markdown(summary) + "\n")
+    return summary
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--family", choices=sorted(FAMILIES), default="alfworld")
+    parser.add_argument("--rung", choices=RUNGS, action="append", help="rung to build and play (repeatable)")
+    parser.add_argument("--summary", action="store_true", help="only write and print the table of what is measured")
+    parser.add_argument("--episodes", type=int, default=50, help="first tasks of each panel")
+    parser.add_argument("--envs", nargs="*", default=(), help="panel labels to play (default: every panel of the spec)")
+    parser.add_argument("--out", type=Path, default=Path("runs/ladder"))
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    rungs = () if args.summary else tuple(args.rung or ("teacher", "random"))
+    try:
+        summary = run(quick=args.quick, family=args.family, rungs=rungs, out=args.out, episodes=args.episodes,
+                      envs=tuple(args.envs))
+    except InputError as error:
+        raise SystemExit(f"ladder: {error}") from None
+    print(markdown(summary))
+
+
+if __name__ == "__main__":
+    main()
