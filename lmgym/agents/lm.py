@@ -72,8 +72,6 @@ FAMILY_MODELS = {
     "tiny-rl": ("react/{family}-rl", "python studies/rl.py --families {family} --install"),
     "smollm2-sft": ("ladder/{family}-smollm2-sft", "python studies/ladder.py --family {family} --rung smollm2-sft"),
 }
-#: The tiny aliases by kind (``"tiny-ar"``: ``"ar"``), as `installed_tiny_model` takes them.
-TINY_MODELS = {alias: alias.removeprefix("tiny-") for alias in FAMILY_MODELS if alias.startswith("tiny-")}
 
 
 def installed_family_model(alias: str, family: str) -> Path:
@@ -82,10 +80,6 @@ def installed_family_model(alias: str, family: str) -> Path:
     name, command = FAMILY_MODELS[alias]
     return zoo.path(name.format(family=family.lower()), rebuild=command.format(family=family.lower(), Family=family))
 
-
-def installed_tiny_model(family: str, kind: str) -> Path:
-    """The zoo folder ``react/<family>-<kind>`` (``tiny-<kind>`` in `FAMILY_MODELS`)."""
-    return installed_family_model(f"tiny-{kind}", family)
 
 
 def merged_gguf(folder: Path) -> Path:
@@ -101,16 +95,12 @@ def merged_gguf(folder: Path) -> Path:
     out = cache_dir() / "gguf" / f"{folder.name}-{key}.gguf"
     if not out.is_file():
         import torch
-        from peft import PeftModel
 
-        from lmgym.models.checkpoints import read_meta
+        from lmgym.models.checkpoints import load_checkpoint
         from lmgym.models.export import write_gguf
-        from lmgym.models.networks import load_local_model, smollm2_folder
-        from lmgym.models.tokenizer import load_tokenizer
 
-        base = read_meta(folder).get("base_model")
-        model = load_local_model(smollm2_folder() if base == "smollm2" else base, dtype=torch.float32)
-        write_gguf(PeftModel.from_pretrained(model, str(folder)), load_tokenizer(folder), out, dtype="f16", name=folder.name)
+        model, tokenizer, _ = load_checkpoint(folder, dtype=torch.float32)  # the base with the adapter on top
+        write_gguf(model, tokenizer, out, dtype="f16", name=folder.name)
     return out
 
 

@@ -143,20 +143,20 @@ def _strings(value: Any) -> Iterable[str]:
 
 
 def _model_folder(text: str, env_id: str) -> Path:
-    """The folder a model name or path stands for (`tiny-ar`/`tiny-mdlm`: the env family's)."""
-    from lmgym.agents.lm import TINY_MODELS, installed_tiny_model
+    """The folder a model name or path stands for (a `FAMILY_MODELS` alias: the env family's)."""
+    from lmgym.agents.lm import FAMILY_MODELS, installed_family_model
     from lmgym.models import zoo
 
-    if text in TINY_MODELS:
-        return installed_tiny_model(family_of(env_id), TINY_MODELS[text])
+    if text in FAMILY_MODELS:
+        return installed_family_model(text, family_of(env_id))
     return zoo.resolve(text)
 
 
 def agent_checkpoints(agent_kwargs: dict[str, Any], env_id: str) -> list[Path]:
     """The lmgym checkpoint folders an agent with `agent_kwargs` loads to play `env_id`: every
     string kwarg naming a folder or an installed zoo model that holds a checkpoint meta file, or
-    a file with one beside it (a PPO run's ``model.zip``), and for the ``tiny-ar``/``tiny-mdlm``
-    aliases the tiny model installed for the env's family."""
+    a file with one beside it (a PPO run's ``model.zip``), and for an alias of
+    `lmgym.agents.lm.FAMILY_MODELS` (``tiny-ar``, ``smollm2-sft``, ...) the model installed for the env's family."""
     from lmgym.models.zoo import ModelNotInstalled
 
     folders = []

@@ -29,7 +29,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from lmgym.agents.lm import installed_tiny_model
+from lmgym.agents.lm import installed_family_model
 from lmgym.agents.teacher import teacher_for
 from lmgym.benchmarks.spec import AgentSpec, BenchmarkSpec, EnvSpec
 from lmgym.entrypoints import load_entry_point
@@ -136,7 +136,7 @@ def tiny_react_families(families: list[str]) -> list[str]:
     found = []
     for family in families:
         try:
-            installed_tiny_model(family, "ar")
+            installed_family_model("tiny-ar", family)
         except ModelNotInstalled:
             continue
         found.append(family)

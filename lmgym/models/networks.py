@@ -104,7 +104,7 @@ def best_device_and_dtype(device: str | None = None, dtype: torch.dtype | str | 
 def load_local_model(path: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None,
                      bidirectional: bool | None = None, gguf_file: str | None = None,
                      trust_remote_code: bool = False) -> PreTrainedModel:
-    """Load any local Hugging Face causal LM folder (LLaMA, Qwen3, a LLaDA-style bidirectional
+    """Load any local Hugging Face causal LM folder (``"smollm2"``: the bundled SmolLM2; LLaMA, Qwen3, a LLaDA-style bidirectional
     Llama, our checkpoints, or a folder with its own model code such as LLaDA-8B-Instruct)
     without network access, in eval mode.
 
@@ -119,7 +119,7 @@ def load_local_model(path: str | os.PathLike, *, device: str | None = None, dtyp
     loaded through `remote_code_compat` (see there for what it patches and why).
     """
     dev, dt = best_device_and_dtype(device, dtype)
-    folder = zoo.resolve(path)
+    folder = smollm2_folder() if str(path) == "smollm2" else zoo.resolve(path)  # the bundled model by name
     remote_class = _remote_model_class(folder)
     if remote_class is None:
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}

@@ -2,14 +2,15 @@
 
 import pytest
 
-from lmgym.agents.lm import FAMILY_MODELS, TINY_MODELS, LMAgent, installed_family_model, installed_tiny_model
+from lmgym.agents.lm import FAMILY_MODELS, LMAgent, installed_family_model
 from lmgym.models import zoo
+from lmgym.models.checkpoints import load_checkpoint
 from lmgym.models.zoo import ModelNotInstalled
 
 
-def test_the_tiny_aliases_are_a_view_of_the_one_table():
-    assert TINY_MODELS == {"tiny-ar": "ar", "tiny-mdlm": "mdlm", "tiny-rl": "rl"}
-    assert set(TINY_MODELS) < set(FAMILY_MODELS) and "smollm2-sft" in FAMILY_MODELS
+def test_the_one_table_holds_the_tiny_and_ladder_aliases():
+    assert {"tiny-ar", "tiny-mdlm", "tiny-rl", "smollm2-sft"} <= set(FAMILY_MODELS)
+    assert FAMILY_MODELS["tiny-ar"][0] == "react/{family}-ar"
 
 
 def test_smollm2_sft_resolves_to_the_ladder_model_of_the_family():
@@ -18,12 +19,21 @@ def test_smollm2_sft_resolves_to_the_ladder_model_of_the_family():
     assert (zoo.path("ladder/alfworld-smollm2-sft") / "adapter_model.safetensors").is_file()
 
 
+def test_the_smollm2_adapter_loads_on_its_named_base_through_torch():
+    """``base_model: "smollm2"`` names the bundled model: the hf backend's path loads it too."""
+    from peft import PeftModel
+
+    model, tokenizer, meta = load_checkpoint(zoo.path("ladder/alfworld-smollm2-sft"))
+    assert meta["base_model"] == "smollm2" and isinstance(model, PeftModel)
+    assert model.config.vocab_size == len(tokenizer) == 49152
+
+
 def test_an_alias_in_a_fake_zoo_resolves_and_tiny_models_still_do(tmp_path, monkeypatch):
     monkeypatch.setenv("LMGYM_ZOO", str(tmp_path))
     (tmp_path / "ladder" / "webshop-smollm2-sft").mkdir(parents=True)
     (tmp_path / "react" / "webshop-rl").mkdir(parents=True)
     assert installed_family_model("smollm2-sft", "WebShop") == tmp_path / "ladder" / "webshop-smollm2-sft"
-    assert installed_tiny_model("WebShop", "rl") == tmp_path / "react" / "webshop-rl"
+    assert installed_family_model("tiny-rl", "WebShop") == tmp_path / "react" / "webshop-rl"
 
 
 def test_a_family_without_the_model_is_refused_in_one_line_naming_its_command(tmp_path, monkeypatch):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from lmgym.agents.lm import TINY_MODELS, LMAgent, installed_tiny_model
+from lmgym.agents.lm import FAMILY_MODELS, LMAgent, installed_family_model
 from lmgym.models import zoo
 from lmgym.models.zoo import ModelNotInstalled
 
@@ -11,13 +11,13 @@ FAMILIES = {"ALFWorld": "lmgym/ALFWorld-Gen-v0", "HotPotQA": "lmgym/HotPotQA-Gen
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_tiny_rl_is_the_zoo_rl_model_of_the_family_or_says_how_to_build_it(family):
-    assert TINY_MODELS["tiny-rl"] == "rl"
+    assert FAMILY_MODELS["tiny-rl"][0] == "react/{family}-rl"
     name = f"react/{family.lower()}-rl"
     if zoo.is_installed(name):
-        assert installed_tiny_model(family, "rl") == zoo.path(name)
+        assert installed_family_model("tiny-rl", family) == zoo.path(name)
     else:
         with pytest.raises(ModelNotInstalled, match="studies/rl.py"):
-            installed_tiny_model(family, "rl")
+            installed_family_model("tiny-rl", family)
 
 
 def test_tiny_rl_plays_each_family_with_its_own_model():
