@@ -374,7 +374,7 @@ def fsdp_requested() -> bool:
 
 def shard(model: torch.nn.Module, world: int, device: torch.device) -> int:
     """FSDP2: shard `model` in place over the `world` ranks with torch's ``fully_shard``, as
-    accelerate's `FullyShardedDataParallelPlugin` reads the launch's ``FSDP_*`` options: its
+    accelerate's ``FullyShardedDataParallelPlugin`` reads the launch's ``FSDP_*`` options: its
     wrap policy (``--fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP``: one group per decoder layer,
     accelerate's own policy function), ``reshard_after_forward`` and CPU offload; the root
     module is the last group (tied embeddings stay in it). Gradients are reduce-scattered as a
