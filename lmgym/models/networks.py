@@ -101,6 +101,12 @@ def best_device_and_dtype(device: str | None = None, dtype: torch.dtype | str | 
     return dev, dtype
 
 
+def model_folder(model: str | os.PathLike) -> Path:
+    """The folder of a model name: ``"smollm2"`` (the bundled SmolLM2, converted once), a zoo
+    name or a path."""
+    return smollm2_folder() if str(model) == "smollm2" else zoo.resolve(model)
+
+
 def load_local_model(path: str | os.PathLike, *, device: str | None = None, dtype: torch.dtype | str | None = None,
                      bidirectional: bool | None = None, gguf_file: str | None = None,
                      trust_remote_code: bool = False) -> PreTrainedModel:
@@ -119,7 +125,7 @@ def load_local_model(path: str | os.PathLike, *, device: str | None = None, dtyp
     loaded through `remote_code_compat` (see there for what it patches and why).
     """
     dev, dt = best_device_and_dtype(device, dtype)
-    folder = smollm2_folder() if str(path) == "smollm2" else zoo.resolve(path)  # the bundled model by name
+    folder = model_folder(path)
     remote_class = _remote_model_class(folder)
     if remote_class is None:
         kwargs = {"gguf_file": gguf_file} if gguf_file else {}

@@ -5,6 +5,7 @@ from dataclasses import asdict
 
 from lmgym.models import zoo
 from lmgym.models.checkpoints import read_meta
+from lmgym.models.networks import model_folder
 from lmgym.react import PromptProfile
 
 
@@ -28,5 +29,7 @@ def test_every_installed_checkpoint_has_positions_for_its_whole_prompt():
     prompts = {folder: prompt for folder, prompt in prompts.items() if prompt and prompt.get("max_prompt_tokens")}
     assert any(f.name == "webshop-teacher-1k-ar" for f in prompts)
     for folder, prompt in prompts.items():
+        if (folder / "adapter_config.json").is_file():  # a LoRA adapter plays with its base model's positions
+            folder = model_folder(read_meta(folder)["base_model"])
         positions = json.loads((folder / "config.json").read_text())["max_position_embeddings"]
         assert positions >= prompt["max_prompt_tokens"] + prompt["max_new_tokens"], folder.name

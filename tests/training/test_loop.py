@@ -26,6 +26,7 @@ def run(out, steps=6, **options):
     model = torch.nn.Linear(1, 1)
     torch.manual_seed(0)
     torch.nn.init.normal_(model.weight)
+    torch.nn.init.zeros_(model.bias)  # not the layer's own draw, which depends on what ran before in the process
     if resumed := resume_from(cfg):
         model.load_state_dict(torch.load(resumed / "model.pt"))
 
