@@ -42,10 +42,9 @@ import torch.nn.functional as F
 from peft import set_peft_model_state_dict
 from safetensors.torch import load_file
 
-from lmgym.agents.kvteam import INSTALLED, KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone
+from lmgym.agents.kvteam import KEEP, SOLVER_ADAPTER, UPSTREAM_ADAPTER, KVTeam, load_backbone, resolve_installed
 from lmgym.errors import InputError
 from lmgym.io import atomic_folder, atomic_write_json
-from lmgym.models import zoo
 from lmgym.models.checkpoints import META_FILE, OPTIMIZER_FILE, TRAIN_PANELS, inherited_panels
 from lmgym.training.lm import load_data
 from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
@@ -103,14 +102,6 @@ def load_examples(paths: tuple[str, ...]) -> tuple[list[tuple[str, str]], list[d
     return [(e.steps[0].observation, e.steps[0].reasoning) for e in episodes], train_panels(episodes)
 
 
-def backbone_source(backbone: str) -> str | None:
-    """What the adapter's inherited train_panels name as the backbone: an installed backbone's zoo
-    name (``kvteam/arith-ar``, not this machine's folder), a folder as given, none for SmolLM2."""
-    if backbone == "smollm2":
-        return None
-    return f"{INSTALLED}/{backbone}" if "/" not in backbone and zoo.is_installed(f"{INSTALLED}/{backbone}") else backbone
-
-
 def build_team_model(backbone, cfg: KVTeamSFTConfig):
     """A peft model with adapter ``solver`` (and ``upstream`` when gradients flow)."""
     torch.manual_seed(cfg.seed)  # LoRA's A matrices are drawn here
@@ -150,7 +141,7 @@ def train(cfg: KVTeamSFTConfig) -> dict[str, float]:
     meta = {"kvteam": {"backbone": cfg.backbone, "gradient": cfg.gradient, "num_agents": cfg.num_agents,
                        "latent_steps": cfg.latent_steps, "keep": cfg.keep},
             "train_config": asdict(cfg), "examples": len(examples), "parameters": total, "trainable_parameters": trainable,
-            TRAIN_PANELS: [*inherited_panels(backbone_source(cfg.backbone)), *panels]}
+            TRAIN_PANELS: [*inherited_panels(resolve_installed(cfg.backbone)), *panels]}
 
     def step(k: int, generator: torch.Generator) -> dict[str, float]:
         total_loss = 0.0

@@ -106,8 +106,8 @@ def test_an_interrupted_run_resumes_exactly(setup, interrupt_training):
 
 def test_inherited_panels_name_an_installed_backbone_by_its_zoo_name(tmp_path):
     from lmgym.models.checkpoints import inherited_panels
-    from lmgym.training.kvteam_sft import backbone_source
+    from lmgym.agents.kvteam import resolve_installed
 
-    assert backbone_source("smollm2") is None and backbone_source(str(tmp_path)) == str(tmp_path)
-    assert backbone_source("arith-ar") == "kvteam/arith-ar"  # not this machine's folder of it
-    assert {p["via"] for p in inherited_panels(backbone_source("arith-ar"))} == {"kvteam/arith-ar"}
+    assert inherited_panels(resolve_installed("smollm2")) == [] and inherited_panels(str(tmp_path)) == []
+    # the folder the trainer loads, named in the record by its zoo name, not this machine's path
+    assert {p["via"] for p in inherited_panels(resolve_installed("arith-ar"))} == {"kvteam/arith-ar"}
