@@ -134,7 +134,7 @@ def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: 
         atomic_write_json(folder / "adapter_config.json", {**peft_config, "base_model_name_or_path": "smollm2"})
         weights = safetensors.torch.load_file(str(checkpoint / adapter))
         safetensors.torch.save_file({k: v.half() for k, v in weights.items()}, str(folder / adapter))
-        atomic_write_json(folder / META_FILE, {**meta, "train_config": config, "base_model": "smollm2", **extra})
+        atomic_write_json(folder / META_FILE, {**meta, "train_config": config, **extra})
 
     return zoo.install(name, write, command=cmd, data=data)
 

@@ -48,14 +48,15 @@ import torch.nn.functional as F
 from lmgym.envs.splits import panel_hash, task_id
 from lmgym.errors import InputError
 from lmgym.io import read_jsonl
+from lmgym.models import zoo
 from lmgym.models.checkpoints import TRAIN_PANELS, inherited_panels, load_checkpoint, save_checkpoint
 from lmgym.models.networks import (
     TinyConfig,
     build_model,
     llama_config,
     load_local_model,
+    model_folder,
     resize_for_tokenizer,
-    smollm2_folder,
 )
 from lmgym.models.tokenizer import answer_ids, ensure_mask_token, load_tokenizer, positions_for, prompt_ids, train_bpe_tokenizer
 from lmgym.agents.demonstrations import family_demonstrations
@@ -291,7 +292,7 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
                           max_positions=positions_for(cfg.max_prompt_tokens, cfg.max_answer_tokens))
         model = build_model(llama_config(len(tokenizer), size, bidirectional=bidirectional, tokenizer=tokenizer), cfg.seed)
         return model.to(device or "cpu"), tokenizer, None
-    base = str(smollm2_folder()) if cfg.init == "smollm2" else cfg.init
+    base = model_folder(cfg.init)  # "smollm2", a zoo name or a folder
     tokenizer = load_tokenizer(cfg.tokenizer or base)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -309,7 +310,7 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
     torch.manual_seed(cfg.seed)  # LoRA's A matrices are drawn here
     if cfg.lora_r:
         model = add_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha)
-    return model, tokenizer, base
+    return model, tokenizer, zoo.label(cfg.init)  # the base as a record names it: "smollm2", a zoo name
 
 
 def train(cfg: LMTrainConfig) -> dict[str, float]:
