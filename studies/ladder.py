@@ -27,7 +27,8 @@ success rate with its Wilson 95% interval, steps, tokens and seconds per episode
 and format-error rates, the training cost, and paired exact McNemar tests between rungs on the
 same tasks (`lmgym.stats.mcnemar_exact`).
 
-``run(quick=True)`` plays the teacher and random rungs on 2 ALFWorld-Gen test tasks (no data, seconds).
+``run(quick=True)`` plays the teacher and random rungs on 2 test tasks of the family's twin (its
+spec's first panel: no data, seconds).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,8 @@ class Family:
     teacher_data: tuple[tuple[str, tuple[str, ...], int, int], ...]
     #: the SFT history budget: the few most recent turns (measured per family, docs/ladder.md)
     max_prompt_tokens: int
+    #: this family's changes to `SFT` (its turns' length sets what a step affords)
+    sft: tuple[tuple[str, Any], ...] = ()
 
 
 FAMILIES = {
@@ -71,6 +74,17 @@ FAMILIES = {
     "alfworld": Family("studies/specs/ladder_alfworld.yaml",
                        (("lmgym/ALFWorld-Gen-v0", ("split=train",), 600, 1_000_000),
                         ("lmgym/ALFWorld-v0", ("split=train",), 711, 0)), max_prompt_tokens=512),
+    # HotPotQA: the twin's turns are short (a whole won episode, 3-4 turns, fits in ~400 tokens);
+    # real HotPotQA has no train split here (its shared files are dev), so the SFT data is the
+    # twin's train split and the real test panel measures the transfer
+    "hotpotqa": Family("studies/specs/ladder_hotpotqa.yaml",
+                       (("lmgym/HotPotQA-Gen-v0", ("split=train",), 600, 1_000_000),), max_prompt_tokens=512,
+                       sft=(("batch_size", 4), ("steps", 100), ("warmup", 10))),
+    # WebShop: a results page is long, and the next click depends on the product opened two turns
+    # back (docs/results/distill.md, the 1,024-token teacher): 1,024 tokens keep about two pages
+    "webshop": Family("studies/specs/ladder_webshop.yaml",
+                      (("lmgym/WebShop-Gen-v0", ("split=train",), 1000, 1_000_000),
+                       ("lmgym/WebShop-v0", ("split=train",), 1000, 0)), max_prompt_tokens=1024),
 }
 #: LoRA SFT of SmolLM2-135M-Instruct: sized for one session of a shared 2-core CPU (~35 tokens/s
 #: measured on one thread under load, 2 x ~515 tokens per step: ~30 s per step).
@@ -101,7 +115,8 @@ def train_sft(family: str, data: list[Path], out: Path, steps: int | None = None
     """LoRA SFT of SmolLM2 on `data` into ``out/checkpoint`` (resumes a cut run)."""
     from lmgym.training.lm import LMTrainConfig, train
 
-    config = {**SFT, "steps": steps or SFT["steps"]}
+    config = {**SFT, **dict(FAMILIES[family].sft)}
+    config["steps"] = steps or config["steps"]
     train(LMTrainConfig(data=tuple(map(str, data)), out=str(out), init="smollm2",
                         max_prompt_tokens=FAMILIES[family].max_prompt_tokens, quiet=True, **config))
     return out / "checkpoint"
@@ -226,38 +241,90 @@ def summarize(family: str, out: Path) -> dict[str, Any]:
 
 
 def _num(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+COLUMNS = ["panel", "rung", "success [Wilson 95%]", "n", "F1 / score", "steps", "tokens/episode", "s/episode",
+           "invalid", "format errors", "training"]
+
+
+def cell_row(c: dict[str, Any]) -> list[str]:
+    """One rung on one panel, as the tables print it."""
+    low, high = c["success_ci95"]
+    n = c["episodes"] if c["episodes"] == c["expected_episodes"] else f"{c['episodes']} of {c['expected_episodes']}"
+    cost = c["training"]
+    trained = (f"{cost['steps']} steps, {cost['train_tokens'] / 1000:.0f}k tokens, {cost['wall_seconds'] / 60:.0f} min"
+               if cost else "none")
+    graded = c["mean_f1"] if c["mean_f1"] is not None else c["mean_score"]  # HotPotQA's F1, WebShop's reward
+    return [c["env"], c["rung"], f"{c['success_rate']:.2f} [{low:.2f}, {high:.2f}]", str(n), _num(graded, 2),
+            _num(c["mean_steps"], 1), _num(c["tokens_per_episode"] or None), _num(c["seconds_per_episode"], 2),
+            _num(c["invalid_action_rate"], 2), _num(c["format_error_rate"], 2), trained]
+
+
+def pair_row(p: dict[str, Any]) -> list[str]:
+    return [p["env"], f"{p['first']} vs {p['second']}", str(p["n"]), str(p["only_first"]), str(p["only_second"]),
+            f"{p['p']:.3g}"]
+
+
+PAIR_COLUMNS = ["panel", "rungs", "paired n", "won by first only", "won by second only", "exact McNemar p"]
 
 
 def markdown(summary: dict[str, Any]) -> str:
-    lines = ["| panel | rung | success [Wilson 95%] | n | steps | tokens/episode | s/episode | invalid | format errors "
-             "| training |", "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for c in summary["cells"]:
-        if not c["episodes"]:
+    from lmgym.benchmarks.results_docs import markdown_table
+
+    return (markdown_table(COLUMNS, "lllrrrrrrrl", [cell_row(c) for c in summary["cells"] if c["episodes"]]) + "\n"
+            + markdown_table(PAIR_COLUMNS, "llrrrr", [pair_row(p) for p in summary["mcnemar"]]))
+
+
+#: Published figures beside each real panel (other models, protocols and task sets: docs/results/ladder.md).
+ANCHORS = {
+    "ALFWorld valid_unseen": [
+        (("BUTLER, seq2seq imitation of the expert with beam search, best of 8 (Shridhar et al. 2021, as ReAct "
+          "tabulates it: Yao et al. 2023, Table 3)"), "0.37", "134"),
+        ("ReAct, PaLM-540B, 2 task-type demonstrations, best of 6 prompts (Yao et al. 2023, Table 3)", "0.71", "134")],
+    "WebShop test": [
+        (("the original paper's best model, BART + BERT trained by imitation (and RL) on 1,600 human demonstrations "
+          "(Yao et al. 2022, arXiv:2207.01206)"), "0.29", "500"),
+        ("ReAct, PaLM-540B, one demonstration (Yao et al. 2023, Table 4)", "0.40", "500")],
+    "HotPotQA test": [
+        ("ReAct, PaLM-540B, 6 demonstrations, exact match on 500 dev questions (Yao et al. 2023, Table 1)", "0.27",
+         "500")],
+}
+
+
+def docs_summary(out: Path) -> dict[str, Any]:
+    """docs/results/ladder/summary.json (`lmgym.benchmarks.results_docs`): every measured family's
+    rungs and paired tests, the literature anchors beside the real panels, one command per rung."""
+    rows, pairs, headline = [], [], []
+    for family in FAMILIES:
+        if not (out / family).is_dir():
             continue
-        low, high = c["success_ci95"]
-        n = c["episodes"] if c["episodes"] == c["expected_episodes"] else f"{c['episodes']} of {c['expected_episodes']}"
-        cost = c["training"]
-        trained = (f"{cost['steps']} steps, {cost['train_tokens'] / 1000:.0f}k tokens, {cost['wall_seconds'] / 60:.0f} min"
-                   if cost else "none")
-        lines.append(f"| {c['env']} | {c['rung']} | {c['success_rate']:.2f} [{low:.2f}, {high:.2f}] | {n} | "
-                     f"{_num(c['mean_steps'], 1)} | {_num(c['tokens_per_episode'])} | {_num(c['seconds_per_episode'], 2)} | "
-                     f"{_num(c['invalid_action_rate'], 2)} | {_num(c['format_error_rate'], 2)} | {trained} |")
-    lines += ["", "| panel | rungs | paired n | won by first only | won by second only | exact McNemar p |",
-              "| --- | --- | ---: | ---: | ---: | ---: |"]
-    lines += [f"| {p['env']} | {p['first']} vs {p['second']} | {p['n']} | {p['only_first']} | {p['only_second']} | "
-              f"{p['p']:.3g} |" for p in summary["mcnemar"]]
-    return "\n".join(lines)
+        summary = summarize(family, out)
+        cells = [c for c in summary["cells"] if c["episodes"]]
+        for env in dict.fromkeys(c["env"] for c in cells):
+            rows += [cell_row(c) for c in cells if c["env"] == env]
+            rows += [[env, f"anchor: {name}", rate, n, *["-"] * 6, "-"] for name, rate, n in ANCHORS.get(env, ())]
+        pairs += [pair_row(p) for p in summary["mcnemar"]]
+        headline += [f"{c['env']} {c['success_rate']:.2f} (n = {c['episodes']})" for c in cells if c["rung"] == "smollm2-sft"]
+    commands = "\n".join(command(f, r) for f in FAMILIES if (out / f).is_dir() for r in RUNGS)
+    return {"title": "The reference ladder: small pretrained models as agents", "order": 97,
+            "headline": ("SmolLM2-135M after LoRA SFT on teacher episodes: " + "; ".join(headline)) if headline
+                        else "not run",
+            "source": "studies/ladder.py (run folders runs/ladder/<family>/<rung>/<panel>, not committed; "
+                      "the episodes are reproducible from the commands)",
+            "tables": {"rungs": {"columns": COLUMNS, "align": "lllrrrrrrrl", "rows": rows, "command": commands},
+                       "pairs": {"columns": PAIR_COLUMNS, "align": "llrrrr", "rows": pairs, "command": commands}}}
 
 
 def run(quick: bool = False, family: str = "alfworld", rungs: tuple[str, ...] = ("teacher", "random"),
         out: Path | None = None, episodes: int = 50, envs: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Play `rungs` (quick: teacher and random on 2 ALFWorld-Gen test tasks of at most 20 steps)
+    """Play `rungs` (quick: on 2 tasks of the spec's first panel, the twin, at most 20 steps)
     and return the summary of every rung measured in `out`."""
     out = Path(out or tempfile.mkdtemp(prefix="lmgym-ladder-"))
     for rung in rungs:
         if quick:
-            evaluate(family, rung, out, 2, envs=("ALFWorld-Gen test",), max_steps=20)
+            first_panel = load_spec(ROOT / FAMILIES[family].spec).envs[0].name
+            evaluate(family, rung, out, 2, envs=(first_panel,), max_steps=20)
         else:
             if rung in TRAINED:
                 build_sft(family, out)
@@ -277,6 +344,8 @@ def main() -> None:
     parser.add_argument("--envs", nargs="*", default=(), help="panel labels to play (default: every panel of the spec)")
     parser.add_argument("--out", type=Path, default=Path("runs/ladder"))
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--docs", action="store_true",
+                        help="also write docs/results/ladder/summary.json from every family measured in --out")
     args = parser.parse_args()
     rungs = () if args.summary else tuple(args.rung or ("teacher", "random"))
     try:
@@ -285,6 +354,8 @@ def main() -> None:
     except InputError as error:
         raise SystemExit(f"ladder: {error}") from None
     print(markdown(summary))
+    if args.docs:
+        atomic_write_json(ROOT / "docs/results/ladder/summary.json", docs_summary(args.out))
 
 
 if __name__ == "__main__":

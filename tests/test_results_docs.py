@@ -94,3 +94,14 @@ def test_a_slot_without_a_table_and_a_table_without_a_slot_are_errors(tmp_path, 
 def test_a_row_of_the_wrong_width_is_an_error():
     with pytest.raises(InputError, match="has 1 cells for 2 columns"):
         results_docs.markdown_table(["a", "b"], "ll", [["x"]])
+
+
+def test_the_readme_shows_a_study_table_by_its_slot(tmp_path):
+    repo = copy_results(tmp_path)
+    readme = repo / "README.md"
+    readme.write_text(readme.read_text() + "\n<!-- table: alfworld.engines -->\n<!-- /table -->\n")
+    pages = results_docs.rendered_pages(repo)
+    engines = results_docs.render_table(results_docs.load_summaries(repo / "docs" / "results")["alfworld"]["tables"]["engines"],
+                                        repo / "docs" / "results" / "alfworld")
+    assert pages[readme].endswith(f"<!-- table: alfworld.engines -->\n{engines}<!-- /table -->\n")
+    assert engines in pages[repo / "docs" / "results" / "alfworld.md"]

@@ -368,18 +368,23 @@ def test_distill_chooses_each_method_on_dev_and_reports_test(load_study):
     assert "tiny-kd | 3 / 10 | 0.00" in study.chosen_table(list(chosen.values()), "dev", "test")
 
 
-def test_ladder(load_study, tmp_path):
-    """Teacher and random on 2 ALFWorld-Gen test tasks: the same tasks, paired, in the table."""
+# The grounded teacher's wins on the first 2 test tasks of each twin (WebShop's wins 78% of its panel)
+@pytest.mark.parametrize("family, twin, teacher_wins", [("alfworld", "ALFWorld-Gen test", 2),
+                                                        ("hotpotqa", "HotPotQA-Gen test", 2),
+                                                        ("webshop", "WebShop-Gen test", 1)])
+def test_ladder(load_study, tmp_path, family, twin, teacher_wins):
+    """Teacher and random on 2 test tasks of each family's twin: the same tasks, paired, in the table."""
     study = load_study("ladder")
-    summary = study.run(quick=True, out=tmp_path)
+    assert set(study.FAMILIES) == {"alfworld", "hotpotqa", "webshop"}  # a new family joins this test
+    summary = study.run(quick=True, family=family, out=tmp_path)
     cells = {c["rung"]: c for c in summary["cells"]}
-    assert set(cells) == {"teacher", "random"} and {c["env"] for c in cells.values()} == {"ALFWorld-Gen test"}
+    assert set(cells) == {"teacher", "random"} and {c["env"] for c in cells.values()} == {twin}
     for cell in cells.values():
         assert cell["episodes"] == 2 and within(cell["success_rate"], cell["success_ci95"]) and cell["training"] is None
-        assert cell["command"] == f"python studies/ladder.py --family alfworld --rung {cell['rung']}"
-    assert cells["teacher"]["success_rate"] == 1.0  # the grounded teacher wins the generated games
+        assert cell["command"] == f"python studies/ladder.py --family {family} --rung {cell['rung']}"
+    assert cells["teacher"]["wins"] == teacher_wins and cells["teacher"]["mean_return"] > cells["random"]["mean_return"]
     [pair] = summary["mcnemar"]
     assert (pair["first"], pair["second"], pair["n"]) == ("teacher", "random", 2)
     assert pair["only_first"] + pair["only_second"] <= 2 and 0 < pair["p"] <= 1
-    assert "| ALFWorld-Gen test | teacher vs random | 2 |" in study.markdown(summary)
-    assert (tmp_path / "alfworld" / "summary.md").is_file()
+    assert f"| {twin} | teacher vs random | 2 |" in study.markdown(summary)
+    assert (tmp_path / family / "summary.md").is_file()

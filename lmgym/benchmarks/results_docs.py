@@ -23,7 +23,8 @@ filtered by ``where``, one row per record, each column a `str.format` template o
 (a key it names that the record lacks, or holds null, renders as ``-``).
 
 Two index tables list every study, one line each, from its ``title`` and ``headline``:
-``docs/results/README.md`` and the README's results table (slot ``<!-- results -->``).
+``docs/results/README.md`` and the README's results table (slot ``<!-- results -->``). Those two
+pages may also show any study's table in full, by the slot ``<!-- table: <study>.<table> -->``.
 
 ``python -m lmgym.benchmarks.results_docs`` rewrites every slot; ``--check`` writes nothing and
 exits 1 when a committed page differs from its render (tests/test_results_docs.py runs it).
@@ -144,8 +145,11 @@ def rendered_pages(repo: Path = REPO) -> dict[Path, str]:
             raise InputError(f"{page} has no slot for the tables {', '.join(sorted(unused))} of its summary.json")
         render = {t: render_table(spec, results / name) for t, spec in summary["tables"].items()}
         pages[page] = fill(text, render, page)
+    # the two index pages may also hold any study's table, by its slot ``<!-- table: <study>.<table> -->``
+    anywhere = {f"{name}.{t}": render_table(spec, results / name)
+                for name, summary in studies.items() for t, spec in summary["tables"].items()}
     for page, prefix in ((results / "README.md", ""), (repo / "README.md", "docs/results/")):
-        pages[page] = fill(page.read_text(encoding="utf-8"), {"results": index_table(studies, prefix)}, page)
+        pages[page] = fill(page.read_text(encoding="utf-8"), {"results": index_table(studies, prefix), **anywhere}, page)
     return pages
 
 

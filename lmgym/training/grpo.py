@@ -213,11 +213,23 @@ def normalised_in_groups(values: torch.Tensor, groups: Sequence[int], scale: boo
     return out
 
 
+def group_returns(played: list[PlayedEpisode], group: int, gamma: float = 1.0) -> torch.Tensor:
+    """(tasks, group): each episode's discounted return; `played` in (task, sample) order."""
+    return torch.tensor([discounted_returns(p.rewards, gamma)[0] if p.rewards else 0.0 for p in played],
+                        dtype=torch.float64).view(-1, group)
+
+
+def flat_groups(returns: torch.Tensor) -> int:
+    """The groups (rows of `group_returns`) whose episodes all earned the same return: every
+    episode-level advantage of theirs is 0, so they teach GRPO and RLOO nothing (GiGPO's step
+    groups may still differ)."""
+    return int((returns.max(dim=1).values == returns.min(dim=1).values).sum())
+
+
 def advantages(played: list[PlayedEpisode], group: int, estimator: str, *, gamma: float = 1.0,
                step_weight: float = 1.0, scale: bool = True) -> list[list[float]]:
     """One advantage per turn of each episode; `played` in (task, sample) order, `group` per task."""
-    returns = torch.tensor([discounted_returns(p.rewards, gamma)[0] if p.rewards else 0.0 for p in played],
-                           dtype=torch.float64).view(-1, group)
+    returns = group_returns(played, group, gamma)
     if estimator == "rloo":
         episode = rloo_advantages(returns)
     elif estimator in ("grpo", "gigpo"):
@@ -529,13 +541,16 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         for p in played[::cfg.group]:  # the tasks trained on (lmgym.benchmarks.panels refuses them for evaluation)
             tasks_played.append(replace(p.episode, steps=p.episode.steps[:1]))
         batch.update(samples=samples, played=played)
+        returns = group_returns(played, cfg.group, cfg.gamma)
         sums = all_reduce_sum([len(samples), sum(len(s.old) for s in samples), mismatch, compared,
                                sum(p.episode.return_ for p in played), sum(p.episode.won for p in played),
                                len(played), sum(len(p.turns) for p in played),
-                               len({(p.task_index, t.state_key) for p in played for t in p.turns})], world)
+                               len({(p.task_index, t.state_key) for p in played for t in p.turns}),
+                               flat_groups(returns), len(returns)], world)
         batch["n_sequences"], batch["n_tokens"] = sums[0], sums[1]
         row = {"train/reward": sums[4] / sums[6], "train/success": sums[5] / sums[6],
-               "train/episode_turns": sums[7] / sums[6], "time/env_steps": sums[7]}
+               "train/episode_turns": sums[7] / sums[6], "time/env_steps": sums[7],
+               "train/flat_groups": sums[9] / max(sums[10], 1)}
         if sums[3]:
             row["train/logprob_mismatch"] = sums[2] / sums[3]
         if cfg.estimator == "gigpo":

@@ -12,8 +12,8 @@ import torch
 from lmgym.errors import InputError
 from lmgym.rollouts import Episode, Step
 from lmgym.training.agent_rollouts import PlayedEpisode, TurnTokens, turns_of
-from lmgym.training.grpo import (GRPOConfig, advantages, discounted_returns, grpo_advantages, ppo_clip_loss,
-                                 rloo_advantages, step_groups, train)
+from lmgym.training.grpo import (GRPOConfig, advantages, discounted_returns, flat_groups, group_returns,
+                                 grpo_advantages, ppo_clip_loss, rloo_advantages, step_groups, train)
 
 #: Two tasks of four samples: distinct values, ties and an all-equal group.
 REWARDS = [1.0, 0.0, 0.5, 0.25, 0.0, 0.0, 1.0, 1.0, 0.3, 0.3, 0.3, 0.3]
@@ -152,6 +152,17 @@ def test_episode_estimators_give_every_turn_its_episode_advantage():
     assert values == [[0.5, 0.5], [-1.0], [0.5, 0.5, 0.5]]
 
 
+def test_flat_groups_are_the_groups_whose_advantages_are_all_zero():
+    # three tasks of two: a tie on the (discounted) return, a win and a loss, a tie at 0
+    group = [played(0, ["a"], [1.0]), played(0, ["a", "b"], [0.0, 1.0]), played(1, ["a"], [1.0]),
+             played(1, ["a"], [0.0]), played(2, ["a"], [0.0]), played(2, ["a"], [0.0])]
+    assert flat_groups(group_returns(group, 2)) == 2
+    assert flat_groups(group_returns(group, 2, gamma=0.5)) == 1  # the later win is worth less: not a tie
+    for estimator in ("grpo", "rloo"):
+        values = advantages(group, 2, estimator)
+        assert [all(a == 0 for turns in values[i:i + 2] for a in turns) for i in (0, 2, 4)] == [True, False, True]
+
+
 # --- runs ---------------------------------------------------------------------------------------
 
 
@@ -211,7 +222,8 @@ def test_same_seed_same_parameters(keydoor_policy, tmp_path, estimator):
     assert [{k: v for k, v in r.items() if k not in drop} for r in rows[0]] == \
            [{k: v for k, v in r.items() if k not in drop} for r in rows[1]]
     assert {"train/reward", "train/success", "train/entropy", "train/clip_fraction", "train/kl",
-            "time/env_steps"} <= set(rows[0][0])
+            "time/env_steps", "train/flat_groups"} <= set(rows[0][0])
+    assert all(0 <= r["train/flat_groups"] <= 1 for r in rows[0] if "train/flat_groups" in r)
     meta = json.loads((tmp_path / "a" / "checkpoint" / "lmgym.json").read_text())
     inherited, played = meta["train_panels"]  # the starting policy's data, then this run's tasks
     assert inherited.pop("via") == str(keydoor_policy)
