@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from lmgym.benchmarks.runner import read_rows, run_benchmark
-from lmgym.benchmarks.spec import BenchmarkSpec, load_spec
+from lmgym.benchmarks.spec import BenchmarkSpec, EnvSpec, load_spec
 from lmgym.errors import InputError
 from lmgym.io import atomic_write_json, atomic_write_text, read_jsonl
 from lmgym.models import zoo
@@ -66,6 +66,11 @@ class Family:
     max_prompt_tokens: int
     #: this family's changes to `SFT` (its turns' length sets what a step affords)
     sft: tuple[tuple[str, Any], ...] = ()
+    #: the dev panel that chooses among the SFT stages' checkpoints
+    dev: str = ""
+    #: SFT stages (step counts): each continues the last checkpoint and its optimiser to its count,
+    #: on a schedule over that count; every stage's checkpoint is a candidate (default: one stage)
+    sft_stages: tuple[int, ...] = ()
 
 
 FAMILIES = {
@@ -73,18 +78,20 @@ FAMILIES = {
     # 512 tokens keep the listing and the last 2-4 turns, or the last ~5 turns
     "alfworld": Family("studies/specs/ladder_alfworld.yaml",
                        (("lmgym/ALFWorld-Gen-v0", ("split=train",), 600, 1_000_000),
-                        ("lmgym/ALFWorld-v0", ("split=train",), 711, 0)), max_prompt_tokens=512),
+                        ("lmgym/ALFWorld-v0", ("split=train",), 711, 0)), max_prompt_tokens=512,
+                       dev="alfworld-gen-dev-100"),
     # HotPotQA: the twin's turns are short (a whole won episode, 3-4 turns, fits in ~400 tokens);
     # real HotPotQA has no train split here (its shared files are dev), so the SFT data is the
     # twin's train split and the real test panel measures the transfer
     "hotpotqa": Family("studies/specs/ladder_hotpotqa.yaml",
                        (("lmgym/HotPotQA-Gen-v0", ("split=train",), 600, 1_000_000),), max_prompt_tokens=512,
-                       sft=(("batch_size", 4), ("steps", 100), ("warmup", 10))),
+                       sft=(("batch_size", 4), ("warmup", 10)), dev="hotpotqa-gen-dev-100", sft_stages=(100, 200)),
     # WebShop: a results page is long, and the next click depends on the product opened two turns
     # back (docs/results/distill.md, the 1,024-token teacher): 1,024 tokens keep about two pages
     "webshop": Family("studies/specs/ladder_webshop.yaml",
                       (("lmgym/WebShop-Gen-v0", ("split=train",), 1000, 1_000_000),
-                       ("lmgym/WebShop-v0", ("split=train",), 1000, 0)), max_prompt_tokens=1024),
+                       ("lmgym/WebShop-v0", ("split=train",), 1000, 0)), max_prompt_tokens=1024,
+                      dev="webshop-gen-dev-100"),
 }
 #: LoRA SFT of SmolLM2-135M-Instruct: sized for one session of a shared 2-core CPU (~35 tokens/s
 #: measured on one thread under load, 2 x ~515 tokens per step: ~30 s per step).
@@ -111,20 +118,50 @@ def teacher_data(family: str, out: Path) -> list[Path]:
     return files
 
 
-def train_sft(family: str, data: list[Path], out: Path, steps: int | None = None) -> Path:
-    """LoRA SFT of SmolLM2 on `data` into ``out/checkpoint`` (resumes a cut run)."""
+def train_sft(family: str, data: list[Path], out: Path) -> list[Path]:
+    """LoRA SFT of SmolLM2 on `data` in the family's stages, each stage's checkpoint kept as
+    ``out/step-N`` (resumes a cut run; a stage already kept is skipped)."""
     from lmgym.training.lm import LMTrainConfig, train
 
     config = {**SFT, **dict(FAMILIES[family].sft)}
-    config["steps"] = steps or config["steps"]
-    train(LMTrainConfig(data=tuple(map(str, data)), out=str(out), init="smollm2",
-                        max_prompt_tokens=FAMILIES[family].max_prompt_tokens, quiet=True, **config))
-    return out / "checkpoint"
+    kept = []
+    for steps in FAMILIES[family].sft_stages or (config["steps"],):
+        stage = out / f"step-{steps}"
+        if not stage.is_dir():
+            train(LMTrainConfig(data=tuple(map(str, data)), out=str(out), init="smollm2",
+                                max_prompt_tokens=FAMILIES[family].max_prompt_tokens, quiet=True,
+                                **{**config, "steps": steps}))
+            shutil.copytree(out / "checkpoint", out / f".step-{steps}", dirs_exist_ok=True)
+            (out / f".step-{steps}").rename(stage)  # whole or absent
+        kept.append(stage)
+    return kept
 
 
-def training_cost(run: Path) -> dict[str, Any]:
-    """Steps, wall seconds and tokens of a training run, from its metrics log (every attempt)."""
-    last = list(read_jsonl(run / "metrics.jsonl"))[-1]
+def choose_on_dev(family: str, stages: list[Path], out: Path, episodes: int) -> tuple[Path, dict[str, Any]]:
+    """The stage whose checkpoint wins most of the first `episodes` tasks of the family's dev
+    panel (ties: the earlier stage), played as the spec's ``smollm2-sft`` agent plays."""
+    if len(stages) == 1:
+        return stages[0], {"choice": "the only stage (no dev choice)"}
+    spec = load_spec(ROOT / FAMILIES[family].spec)
+    [agent] = [a for a in spec.agents if a.name == "smollm2-sft"]
+    env = EnvSpec.from_panel(FAMILIES[family].dev)
+    wins = {}
+    for stage in stages:
+        candidate = replace(agent, name=f"smollm2-sft-{stage.name}", kwargs={**agent.kwargs, "model": str(stage.resolve())})
+        folder = out / family / "smollm2-sft-dev" / stage.name
+        run_benchmark(replace(spec, id=f"ladder-{family}-dev", agents=(candidate,), episodes=episodes,
+                              envs=(replace(env, episodes=min(episodes, env.episodes or episodes)),)),
+                      folder, quiet=True, plots=False)
+        wins[stage.name] = sum(bool(row["won"]) for row in finished_prefix(read_rows(folder)))
+    chosen = max(stages, key=lambda stage: (wins[stage.name], -stages.index(stage)))
+    return chosen, {"choice": f"on {FAMILIES[family].dev}, tasks 0-{episodes - 1}",
+                    "dev_wins": wins, "dev_episodes": episodes, "chosen": chosen.name}
+
+
+def training_cost(run: Path, steps: int) -> dict[str, Any]:
+    """Steps, wall seconds and tokens of a training run up to step `steps`, from its metrics log
+    (every attempt)."""
+    last = [row for row in read_jsonl(run / "metrics.jsonl") if row["train/step"] <= steps][-1]
     return {"steps": int(last["train/step"]), "wall_seconds": round(last["time/seconds"], 1),
             "train_tokens": int(last["train/tokens"]),
             "tokens_per_second": round(last["train/tokens"] / max(last["time/seconds"], 1e-9), 1)}
@@ -154,19 +191,20 @@ def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: 
     return zoo.install(name, write, command=cmd, data=data)
 
 
-def build_sft(family: str, out: Path, steps: int | None = None) -> Path:
-    """The installed SFT model of `family` (built first when missing)."""
+def build_sft(family: str, out: Path, dev_episodes: int = 50) -> Path:
+    """The installed SFT model of `family` (built first when missing: the stages, the dev choice)."""
     name = TRAINED["smollm2-sft"].format(family=family)
     if zoo.is_installed(name):
         return zoo.path(name)
     work = out / family / "smollm2-sft-train"
     data = teacher_data(family, work)
-    checkpoint = train_sft(family, data, work, steps)
+    chosen, choice = choose_on_dev(family, train_sft(family, data, work), out, dev_episodes)
     described = "; ".join(f"{env_id} {' '.join(kw)}: won grounded-teacher episodes of {n} seeds from {first}"
                           for env_id, kw, n, first in FAMILIES[family].teacher_data)
-    return install_adapter(checkpoint, name, data=described, cmd=command(family, "smollm2-sft"),
-                           extra={"ladder": {"family": family, "rung": "smollm2-sft", "cost": training_cost(work),
-                                             "checkpoint_choice": "the last (no dev selection)"}})
+    cost = training_cost(work, int(chosen.name.removeprefix("step-")))
+    return install_adapter(chosen, name, data=described, cmd=command(family, "smollm2-sft"),
+                           extra={"ladder": {"family": family, "rung": "smollm2-sft", "cost": cost,
+                                             "checkpoint_choice": choice}})
 
 
 # -- evaluating ------------------------------------------------------------------------------------

@@ -13,10 +13,13 @@ def test_the_one_table_holds_the_tiny_and_ladder_aliases():
     assert FAMILY_MODELS["tiny-ar"][0] == "react/{family}-ar"
 
 
-def test_smollm2_sft_resolves_to_the_ladder_model_of_the_family():
-    """The ALFWorld rung is installed in the repository's zoo (studies/ladder.py)."""
-    assert installed_family_model("smollm2-sft", "ALFWorld") == zoo.path("ladder/alfworld-smollm2-sft")
-    assert (zoo.path("ladder/alfworld-smollm2-sft") / "adapter_model.safetensors").is_file()
+@pytest.mark.parametrize("family", ["ALFWorld", "HotPotQA"])
+def test_smollm2_sft_resolves_to_the_ladder_model_of_the_family(family):
+    """The ALFWorld and HotPotQA rungs are installed in the repository's zoo (studies/ladder.py)."""
+    name = f"ladder/{family.lower()}-smollm2-sft"
+    assert installed_family_model("smollm2-sft", family) == zoo.path(name)
+    assert (zoo.path(name) / "adapter_model.safetensors").is_file()
+    assert zoo.path(name) != installed_family_model("smollm2-sft", "ALFWorld" if family != "ALFWorld" else "HotPotQA")
 
 
 def test_the_smollm2_adapter_loads_on_its_named_base_through_torch():
