@@ -1,4 +1,5 @@
-"""The reference ladder of small pretrained models (issue 40): one family's rungs on the same tasks.
+"""The reference ladder of small pretrained models (issue 40): one family's rungs on the same tasks
+(families: ``alfworld``, ``hotpotqa``, ``webshop``).
 
 Each rung is one command; each is resumable (a cut run continues where it stopped) and plays
 the first ``--episodes`` (50) tasks of every panel of the family's spec
@@ -9,6 +10,7 @@ the first ``--episodes`` (50) tasks of every panel of the family's spec
     python studies/ladder.py --family alfworld --rung smollm2-fewshot  # SmolLM2-135M-Instruct, 2 demonstrations
     python studies/ladder.py --family alfworld --rung smollm2-sft      # teacher episodes -> LoRA SFT -> zoo -> play
     python studies/ladder.py --family alfworld --summary               # the table, docs/ladder.md
+    python studies/ladder.py --family alfworld --summary --docs        # and docs/results/ladder/summary.json
 
 ``smollm2-sft`` builds its model first, each step skipped once done:
 
@@ -16,8 +18,11 @@ the first ``--episodes`` (50) tasks of every panel of the family's spec
    (``examples/teacher_rollouts.py``; `Family.teacher_data`);
 2. LoRA SFT of SmolLM2-135M-Instruct on them (`lmgym.training.lm`, fp32, loss on the model's
    reasoning and action tokens only, history cut to `Family.max_prompt_tokens` as `LMAgent` cuts
-   it; `SFT`), a checkpoint every ``save_every`` steps, so a cut run resumes or installs the last;
-3. the adapter installed in half precision (a few MB, no optimiser state) as the zoo model
+   it; `SFT`), a checkpoint every ``save_every`` steps, so a cut run resumes; in the family's
+   stages (`Family.sft_stages`), each stage's checkpoint kept as ``step-N`` (`train_sft`);
+3. with more than one stage, the checkpoint that wins most of the family's dev panel's first 50
+   tasks (`choose_on_dev`): the test panels choose nothing;
+4. the adapter installed in half precision (a few MB, no optimiser state) as the zoo model
    ``ladder/<family>-smollm2-sft``, its meta recording the train config, seed, train panels,
    wall time and tokens (`install_adapter`). ``LMAgent("smollm2-sft")`` resolves it per family
    (`lmgym.agents.lm.FAMILY_MODELS`) and plays it on llama.cpp, merged into the base once.
