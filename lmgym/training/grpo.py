@@ -87,6 +87,7 @@ from lmgym.agents.lm import LMAgent
 from lmgym.agents.runner import run_episodes
 from lmgym.errors import InputError
 from lmgym.io import append_jsonl
+from lmgym.models import zoo
 from lmgym.models.backends.hf import HFBackend
 from lmgym.models.checkpoints import TRAIN_PANELS, inherited_panels, load_checkpoint, read_meta, save_checkpoint
 from lmgym.rollouts import Episode
@@ -462,8 +463,12 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         sampler = HFBackend(cfg.model, device=device, dtype=torch.float32, cache_sessions=True)
     except (FileNotFoundError, OSError) as error:
         raise InputError(f"cannot load model {cfg.model!r}: {error}") from None
-    if resumed:
-        model, _, _ = load_checkpoint(resumed, device=str(sampler.device), dtype=torch.float32, trainable=True)
+    adapter_start = (zoo.resolve(cfg.model) / "adapter_config.json").is_file()  # e.g. a ladder SFT model
+    if adapter_start and cfg.lora_r:
+        raise InputError(f"{cfg.model} is a LoRA adapter: the run trains that adapter, so leave out --lora-r")
+    if resumed or adapter_start:  # the adapter loaded trainable (HFBackend loads it frozen, for sampling)
+        model, _, _ = load_checkpoint(resumed or zoo.resolve(cfg.model), device=str(sampler.device),
+                                      dtype=torch.float32, trainable=True)
     else:
         model = add_lora(sampler.model, r=cfg.lora_r, alpha=cfg.lora_alpha) if cfg.lora_r else sampler.model
     reference = frozen_copy(sampler.model if not resumed else HFBackend(cfg.model, device=device, dtype=torch.float32).model) \
@@ -479,7 +484,8 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     params = [p for p in model.parameters() if p.requires_grad]
     meta = {**read_meta(cfg.model), "grpo_config": asdict(cfg), "kind": "ar"}
-    meta["base_model"] = str(cfg.model) if cfg.lora_r else None
+    # an adapter's base: the starting model under --lora-r, the start's own base when it is an adapter
+    meta["base_model"] = str(cfg.model) if cfg.lora_r else meta.get("base_model") if adapter_start else None
     meta["distributed"] = distributed
     # what the weights saw before this run: a resumed run's record, else the starting model's
     earlier_panels = list(read_meta(resumed).get(TRAIN_PANELS) or []) if resumed else inherited_panels(cfg.model)

@@ -231,6 +231,25 @@ def test_same_seed_same_parameters(keydoor_policy, tmp_path, estimator):
     assert played["split"] == "train" and played["n"] == 2
 
 
+def test_a_lora_adapter_start_trains_that_adapter(keydoor_policy, tmp_path):
+    """A LoRA checkpoint (a ladder SFT model, here a 2-step LoRA run) as the starting policy: the
+    new run trains its adapter, on the adapter's own base, and refuses a second --lora-r."""
+    train(tiny_run(keydoor_policy, tmp_path / "sft", lora_r=4, lora_alpha=8))
+    adapter = tmp_path / "sft" / "checkpoint"
+    assert (adapter / "adapter_config.json").is_file()
+    train(tiny_run(adapter, tmp_path / "rl"))
+    meta = json.loads((tmp_path / "rl" / "checkpoint" / "lmgym.json").read_text())
+    assert meta["base_model"] == str(keydoor_policy)
+    [first, *_] = [json.loads(line) for line in (tmp_path / "rl" / "metrics.jsonl").read_text().splitlines()]
+    assert first["train/flat_groups"] < 1 and first["train/grad_norm"] > 0  # this seed's groups carry a signal
+    before, after = weights(adapter), weights(tmp_path / "rl" / "checkpoint")
+    lora = [name for name in after if "lora_" in name]
+    assert lora and any(not torch.equal(before[name], after[name]) for name in lora)
+    assert all(torch.equal(before[name], after[name]) for name in after if "lora_" not in name)  # the base is frozen
+    with pytest.raises(InputError, match="leave out --lora-r"):
+        train(tiny_run(adapter, tmp_path / "twice", lora_r=4))
+
+
 def test_resumed_run_ends_where_an_uninterrupted_one_does(keydoor_policy, tmp_path, interrupt_training):
     train(tiny_run(keydoor_policy, tmp_path / "whole", steps=4))
     # the same run, stopped in its second batch and restarted: it resumes from the step-2 checkpoint
