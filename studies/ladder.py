@@ -206,7 +206,9 @@ def build_sft(family: str, out: Path, dev_episodes: int = 50) -> Path:
     chosen, choice = choose_on_dev(family, train_sft(family, data, work), out, dev_episodes)
     described = "; ".join(f"{env_id} {' '.join(kw)}: won grounded-teacher episodes of {n} seeds from {first}"
                           for env_id, kw, n, first in FAMILIES[family].teacher_data)
-    cost = training_cost(work, int(chosen.name.removeprefix("step-")))
+    from lmgym.models.checkpoints import read_meta
+
+    cost = training_cost(work, read_meta(chosen)["step"])
     return install_adapter(chosen, name, data=described, cmd=command(family, "smollm2-sft"),
                            extra={"ladder": {"family": family, "rung": "smollm2-sft", "cost": cost,
                                              "checkpoint_choice": choice}})

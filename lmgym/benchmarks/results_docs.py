@@ -134,6 +134,7 @@ def rendered_pages(repo: Path = REPO) -> dict[Path, str]:
     results = repo / "docs" / "results"
     studies = load_summaries(results)
     pages = {}
+    anywhere = {}  # the two index pages may also hold any study's table, by its slot <!-- table: <study>.<table> -->
     for name, summary in studies.items():
         page = results / f"{name}.md"
         if not page.is_file():
@@ -145,9 +146,7 @@ def rendered_pages(repo: Path = REPO) -> dict[Path, str]:
             raise InputError(f"{page} has no slot for the tables {', '.join(sorted(unused))} of its summary.json")
         render = {t: render_table(spec, results / name) for t, spec in summary["tables"].items()}
         pages[page] = fill(text, render, page)
-    # the two index pages may also hold any study's table, by its slot ``<!-- table: <study>.<table> -->``
-    anywhere = {f"{name}.{t}": render_table(spec, results / name)
-                for name, summary in studies.items() for t, spec in summary["tables"].items()}
+        anywhere.update({f"{name}.{t}": table for t, table in render.items()})
     for page, prefix in ((results / "README.md", ""), (repo / "README.md", "docs/results/")):
         pages[page] = fill(page.read_text(encoding="utf-8"), {"results": index_table(studies, prefix), **anywhere}, page)
     return pages

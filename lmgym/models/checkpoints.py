@@ -28,7 +28,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from lmgym.io import atomic_folder, atomic_write_json
 from lmgym.models import zoo
-from lmgym.models.networks import load_local_model, resize_for_tokenizer
+from lmgym.models.networks import load_local_model, model_folder, resize_for_tokenizer
 from lmgym.models.tokenizer import load_tokenizer
 
 META_FILE = "lmgym.json"
@@ -73,7 +73,8 @@ def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer
 
 
 def read_meta(folder: str | os.PathLike) -> dict[str, Any]:
-    path = zoo.resolve(folder) / META_FILE
+    """A checkpoint's meta (``"smollm2"``, a zoo name or a folder); {} for a model from elsewhere."""
+    path = model_folder(folder) / META_FILE
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
@@ -86,7 +87,7 @@ def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dty
     ``trainable=True`` keeps the adapter trainable (for resuming), else the model is in eval mode.
     ``trust_remote_code``: as `load_local_model` (a folder with its own model code, e.g. LLaDA-8B).
     """
-    folder = zoo.resolve(folder)
+    folder = model_folder(folder)
     meta = read_meta(folder)
     tokenizer = load_tokenizer(folder)
     if (folder / "adapter_config.json").exists():

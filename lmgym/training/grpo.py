@@ -87,13 +87,12 @@ from lmgym.agents.lm import LMAgent
 from lmgym.agents.runner import run_episodes
 from lmgym.errors import InputError
 from lmgym.io import append_jsonl
-from lmgym.models import zoo
 from lmgym.models.backends.hf import HFBackend
 from lmgym.models.checkpoints import TRAIN_PANELS, inherited_panels, load_checkpoint, read_meta, save_checkpoint
 from lmgym.rollouts import Episode
 from lmgym.training.agent_rollouts import PlayedEpisode, episode_seed, play_groups, play_groups_on_ray
 from lmgym.training.loop import LoopConfig, cli, resume_from, run_loop
-from lmgym.training.lora import add_lora
+from lmgym.training.lora import add_lora, train_adapter
 from lmgym.training.objectives import frozen_copy
 from lmgym.training.transcripts import train_panels
 
@@ -463,12 +462,13 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
         sampler = HFBackend(cfg.model, device=device, dtype=torch.float32, cache_sessions=True)
     except (FileNotFoundError, OSError) as error:
         raise InputError(f"cannot load model {cfg.model!r}: {error}") from None
-    adapter_start = (zoo.resolve(cfg.model) / "adapter_config.json").is_file()  # e.g. a ladder SFT model
+    adapter_start = hasattr(sampler.model, "peft_config")  # a LoRA checkpoint, e.g. a ladder SFT model
     if adapter_start and cfg.lora_r:
         raise InputError(f"{cfg.model} is a LoRA adapter: the run trains that adapter, so leave out --lora-r")
-    if resumed or adapter_start:  # the adapter loaded trainable (HFBackend loads it frozen, for sampling)
-        model, _, _ = load_checkpoint(resumed or zoo.resolve(cfg.model), device=str(sampler.device),
-                                      dtype=torch.float32, trainable=True)
+    if resumed:
+        model, _, _ = load_checkpoint(resumed, device=str(sampler.device), dtype=torch.float32, trainable=True)
+    elif adapter_start:  # the sampler loaded it for inference: its adapter becomes the trained weights
+        model = train_adapter(sampler.model)
     else:
         model = add_lora(sampler.model, r=cfg.lora_r, alpha=cfg.lora_alpha) if cfg.lora_r else sampler.model
     reference = frozen_copy(sampler.model if not resumed else HFBackend(cfg.model, device=device, dtype=torch.float32).model) \

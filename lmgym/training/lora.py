@@ -27,6 +27,14 @@ def add_lora(model: PreTrainedModel, r: int = 8, alpha: int = 16, dropout: float
     return get_peft_model(model, lora_config(r, alpha, dropout, target_modules), adapter_name=adapter_name)
 
 
+def train_adapter(model: PeftModel) -> PeftModel:
+    """A LoRA checkpoint loaded for inference (its adapter frozen) made trainable in place, as
+    ``PeftModel.from_pretrained(..., is_trainable=True)`` loads it: the adapter's weights only."""
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_("lora_" in name)
+    return model
+
+
 def trainable_parameters(model) -> tuple[int, int]:
     """(trainable, total) parameter counts."""
     total = sum(p.numel() for p in model.parameters())

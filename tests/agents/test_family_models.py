@@ -26,8 +26,11 @@ def test_the_smollm2_adapter_loads_on_its_named_base_through_torch():
     """``base_model: "smollm2"`` names the bundled model: the hf backend's path loads it too."""
     from peft import PeftModel
 
+    from lmgym.models.checkpoints import read_meta
+
     model, tokenizer, meta = load_checkpoint(zoo.path("ladder/alfworld-smollm2-sft"))
     assert meta["base_model"] == "smollm2" and isinstance(model, PeftModel)
+    assert read_meta("smollm2") == {}  # the name is the bundled model (a GRPO run from it reads its meta)
     assert model.config.vocab_size == len(tokenizer) == 49152
 
 
