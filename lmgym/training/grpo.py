@@ -140,8 +140,9 @@ class GRPOConfig(LoopConfig):
     """tokens per turn (None: as the agent decides)"""
     rollout_batch: int = 8
     """episodes played at once"""
-    micro_batch: int = 16
-    """turns per forward/backward pass (gradient accumulation)"""
+    micro_batch: int = 4
+    """turns per forward/backward pass (gradient accumulation; SmolLM2 keeps ~1.4 MB of activations
+    per token: 16 turns of ~600 tokens ran out of 24 GiB)"""
     sampler: Literal["hf", "llamacpp"] = "hf"
     """rollouts from the live torch weights (hf) or from llama.cpp after a GGUF export"""
     tis_cap: float = 2.0
@@ -294,13 +295,15 @@ def ppo_clip_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages
     return loss, sums
 
 
-def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor, temperature: float
+def completion_logprobs(model, input_ids: torch.Tensor, attention: torch.Tensor, temperature: float, keep: int
                         ) -> tuple[torch.Tensor, torch.Tensor]:
-    """log pi(x_t | x_<t) of every next token under logits / temperature, and the entropy of
-    each next-token distribution: both (B, T - 1)."""
-    logits = model(input_ids, attention_mask=attention).logits[:, :-1].float() / temperature
-    logp = torch.log_softmax(logits, dim=-1)
-    taken = logp.gather(-1, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    """log pi(x_t | x_<t) of each row's last `keep` tokens under logits / temperature, and the
+    entropy of each of those next-token distributions: both (B, keep). The vocabulary projection
+    runs on those positions only (``logits_to_keep``): on a 49k-token vocabulary the full (B, T, V)
+    logits of a 16-turn micro-batch took most of 24 GiB."""
+    logits = model(input_ids, attention_mask=attention, logits_to_keep=keep + 1).logits[:, :-1].float() / temperature
+    logp = torch.log_softmax(logits, dim=-1)  # (B, keep, V)
+    taken = logp.gather(-1, input_ids[:, -keep:].unsqueeze(-1)).squeeze(-1)
     entropy = -(logp.exp() * logp).sum(dim=-1)
     return taken, entropy
 
@@ -318,16 +321,19 @@ class Sample:
 
 
 def collate(samples: Sequence[Sample], pad: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded ids (B, T), attention (B, T), and the mask (B, T - 1) of the written tokens
-    among the predicted ones (position t predicts token t + 1)."""
+    """Left-padded ids (B, T), attention (B, T), and the mask (B, K) of the written tokens among
+    each row's last K tokens, K the longest completion: left padding ends every row with its
+    completion, so only those positions need logits (`completion_logprobs`; RoPE scores depend on
+    relative positions, so the padding shifts nothing)."""
     width = max(len(s.ids) for s in samples)
+    keep = max(len(s.ids) - s.start for s in samples)
     ids = torch.full((len(samples), width), pad, dtype=torch.long)
     attention = torch.zeros_like(ids)
-    written = torch.zeros((len(samples), width - 1), dtype=torch.bool)
+    written = torch.zeros((len(samples), keep), dtype=torch.bool)
     for row, sample in enumerate(samples):
-        ids[row, :len(sample.ids)] = torch.tensor(sample.ids)
-        attention[row, :len(sample.ids)] = 1
-        written[row, sample.start - 1:len(sample.ids) - 1] = True
+        ids[row, width - len(sample.ids):] = torch.tensor(sample.ids)
+        attention[row, width - len(sample.ids):] = 1
+        written[row, keep - (len(sample.ids) - sample.start):] = True
     return ids, attention, written
 
 
@@ -536,7 +542,8 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
             for chunk in range(0, len(samples), cfg.micro_batch):
                 part = samples[chunk:chunk + cfg.micro_batch]
                 ids, attention, written = collate(part, pad)
-                logp, _ = completion_logprobs(policy, ids.to(sampler.device), attention.to(sampler.device), cfg.temperature)
+                logp, _ = completion_logprobs(policy, ids.to(sampler.device), attention.to(sampler.device), cfg.temperature,
+                                              written.shape[1])
                 for row, sample in enumerate(part):
                     sample.old = logp[row][written[row].to(logp.device)].cpu()
                     if sample.sampler is not None and len(sample.sampler) == len(sample.old):
@@ -593,11 +600,11 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
             part = samples[chunk * cfg.micro_batch:(chunk + 1) * cfg.micro_batch]
             if not part:  # an idle FSDP pass: a zero loss through the sharded model
                 ids = torch.full((1, 2), pad, device=sampler.device)
-                (completion_logprobs(model, ids, torch.ones_like(ids), cfg.temperature)[0].sum() * 0).backward()
+                (completion_logprobs(model, ids, torch.ones_like(ids), cfg.temperature, 1)[0].sum() * 0).backward()
                 continue
             ids, attention, written = collate(part, pad)
             ids, attention = ids.to(sampler.device), attention.to(sampler.device)
-            logp, entropy = completion_logprobs(model, ids, attention, cfg.temperature)
+            logp, entropy = completion_logprobs(model, ids, attention, cfg.temperature, written.shape[1])
             written = written.to(logp.device)
             old = padded([s.old for s in part], written.cpu()).to(logp.device)
             weights = None
@@ -609,7 +616,7 @@ def train(cfg: GRPOConfig) -> dict[str, float]:
             ref = None
             if reference is not None:
                 with torch.no_grad():
-                    ref, _ = completion_logprobs(reference, ids, attention, cfg.temperature)
+                    ref, _ = completion_logprobs(reference, ids, attention, cfg.temperature, written.shape[1])
             loss, sums = ppo_clip_loss(logp, old, torch.tensor([s.advantage for s in part], device=logp.device),
                                        written, cfg.clip_eps, ref_logprobs=ref, kl_coef=cfg.kl_coef, is_weights=weights,
                                        aggregation=cfg.aggregation, n_sequences=batch["n_sequences"],

@@ -12,8 +12,9 @@ import torch
 from lmgym.errors import InputError
 from lmgym.rollouts import Episode, Step
 from lmgym.training.agent_rollouts import PlayedEpisode, TurnTokens, turns_of
-from lmgym.training.grpo import (GRPOConfig, advantages, discounted_returns, flat_groups, group_returns,
-                                 grpo_advantages, ppo_clip_loss, rloo_advantages, step_groups, train)
+from lmgym.training.grpo import (GRPOConfig, Sample, advantages, collate, completion_logprobs, discounted_returns,
+                                 flat_groups, group_returns, grpo_advantages, ppo_clip_loss, rloo_advantages,
+                                 step_groups, train)
 
 #: Two tasks of four samples: distinct values, ties and an all-equal group.
 REWARDS = [1.0, 0.0, 0.5, 0.25, 0.0, 0.0, 1.0, 1.0, 0.3, 0.3, 0.3, 0.3]
@@ -109,6 +110,27 @@ def test_micro_batches_add_up_to_the_batch():
                                   aggregation=aggregation, n_sequences=6, n_tokens=mask.sum().item())[0]
                     for i in range(0, 6, 2))
         assert torch.allclose(whole, parts, atol=1e-6)
+
+
+def test_batched_completion_logprobs_equal_each_turn_scored_alone(tiny_ar_folder):
+    """Left padding and logits on the completion window only: each written token's log-prob and
+    entropy are those of the turn run alone through the whole model."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_ar_folder).eval()
+    generator = torch.Generator().manual_seed(0)
+    samples = [Sample(torch.randint(5, 200, (n,), generator=generator).tolist(), start, 0.0)
+               for n, start in ((12, 9), (7, 2), (20, 18))]  # completions of 3, 5 and 2 tokens
+    ids, attention, written = collate(samples, pad=0)
+    with torch.no_grad():
+        taken, entropy = completion_logprobs(model, ids, attention, 1.0, written.shape[1])
+        for row, sample in enumerate(samples):
+            alone = torch.tensor([sample.ids])
+            logp = torch.log_softmax(model(alone).logits[0, :-1].float(), dim=-1)[sample.start - 1:]
+            expected = logp.gather(-1, alone[0, sample.start:].unsqueeze(-1)).squeeze(-1)
+            assert written[row].sum() == len(sample.ids) - sample.start
+            assert torch.allclose(taken[row][written[row]], expected, atol=1e-4)
+            assert torch.allclose(entropy[row][written[row]], -(logp.exp() * logp).sum(-1), atol=1e-4)
 
 
 # --- GiGPO --------------------------------------------------------------------------------------
