@@ -24,7 +24,7 @@ interrupted study continues.
         --real --docs     # the tables of docs/results/rl.md (the exact commands are on that page)
     python studies/rl.py --quick                                     # seconds: two HotPotQA-Gen episodes
 
-``--install`` installs each family's best RL model (highest test success) as zoo
+``--install`` installs each family's RL model chosen on dev (`chosen_on_dev`) as zoo
 ``react/<family>-rl``, what ``LMAgent(model="tiny-rl")`` plays for that family.
 """
 
@@ -180,6 +180,12 @@ def train_run(family: Family, estimator: str, out: Path, *, env_steps: int, chun
 # --- the study --------------------------------------------------------------------------------
 
 
+def chosen_on_dev(runs: list[dict]) -> dict | None:
+    """The run whose last dev point wins most (the first estimator on a tie): the test panel
+    chooses nothing."""
+    return max(runs, key=lambda r: r["curve"][-1]["dev_success"], default=None)
+
+
 def study_family(name: str, out: Path, *, estimators: tuple[str, ...], env_steps: int, chunk: int, test_n: int,
                  dev_n: int, real_n: int | None, settings: dict[str, Any]) -> dict[str, Any]:
     family = FAMILIES[name]
@@ -191,7 +197,7 @@ def study_family(name: str, out: Path, *, estimators: tuple[str, ...], env_steps
                                out / "evals" / f"{family.test}-{estimator}.jsonl")
         run["vs_start"] = paired(start, run["test"])
         runs.append(run)
-    best = max(runs, key=lambda r: r["test"]["success"], default=None)
+    best = chosen_on_dev(runs)
     result = {"family": name, "env_id": family.env_id, "start_model": family.start, "goal": family.goal,
               "start": start, "runs": runs, "best": best["estimator"] if best else None}
     if real_n is not None:
@@ -240,59 +246,78 @@ def _limits(r: dict) -> str:
             f"ends won {ends['won']} / lost {ends['ended lost']} / step limit {ends['step limit']}")
 
 
-def docs_summary(results: list[dict]) -> dict[str, Any]:
-    """docs/results/rl/summary.json: the tables of docs/results/rl.md (`lmgym.benchmarks.results_docs`)."""
+def family_tables(f: dict) -> dict[str, Any]:
+    """One family's rows of the three tables, its headline part and its command."""
     test_rows, curve_rows, real_rows = [], [], []
-    for f in results:
-        start = f["start"]
-        test_rows.append([f["env_id"], f"start ({f['start_model']})", "-", "-", "-", _rate(start), "-", _limits(start)])
-        for r in f["runs"]:
-            t = r["test"]
-            test_rows.append([f["env_id"], r["estimator"], f"{r['env_steps']:,.0f}",
-                              f"{r['env_steps_per_second']:.2f}" if r["env_steps_per_second"] else "-",
-                              f"{r['entropy']:.3f} / {r['clip_fraction']:.4f}", _rate(t), f"{r['vs_start']['only_rl']} / {r['vs_start']['only_start']}, "
-                              f"p = {r['vs_start']['p']:.3f}", _limits(t)])
-            for c in r["curve"]:
-                curve_rows.append([f["env_id"], r["estimator"], str(c["iterations"]), f"{c['env_steps']:,.0f}",
-                                   f"{c['train_seconds']:.0f}",
-                                   f"{c['dev_success']:.2f} [{c['dev_ci95'][0]:.2f}, {c['dev_ci95'][1]:.2f}]"])
-        for label, r in ((k, f["real"][k]) for k in ("start", "best") if k in f.get("real", {})):
-            model = f["start_model"] if label == "start" else f"{f['best']}: {Path(r['model']).parent.name}"
-            test = r.get("vs_start")
-            real_rows.append([r["panel"], label, model, _rate(r),
-                              f"{test['only_rl']} / {test['only_start']}, p = {test['p']:.3f}" if test else "-",
-                              _limits(r)])
-    best = []
-    for f in results:
-        top = max(f["runs"], key=lambda r: r["test"]["success"]) if f["runs"] else None
-        if top:
-            best.append(f"{f['env_id'].split('/')[1]}: best {top['estimator']} {top['test']['success']:.2f} vs start "
-                        f"{f['start']['success']:.2f} (n = {top['test']['n']}, {top['env_steps']:.0f} env steps)")
-    command = "\n".join(dict.fromkeys(f["command"] for f in results))
+    start = f["start"]
+    test_rows.append([f["env_id"], f"start ({f['start_model']})", "-", "-", "-", _rate(start), "-", _limits(start)])
+    for r in f["runs"]:
+        t = r["test"]
+        test_rows.append([f["env_id"], r["estimator"], f"{r['env_steps']:,.0f}",
+                          f"{r['env_steps_per_second']:.2f}" if r["env_steps_per_second"] else "-",
+                          f"{r['entropy']:.3f} / {r['clip_fraction']:.4f}", _rate(t), f"{r['vs_start']['only_rl']} / {r['vs_start']['only_start']}, "
+                          f"p = {r['vs_start']['p']:.3f}", _limits(t)])
+        for c in r["curve"]:
+            curve_rows.append([f["env_id"], r["estimator"], str(c["iterations"]), f"{c['env_steps']:,.0f}",
+                               f"{c['train_seconds']:.0f}",
+                               f"{c['dev_success']:.2f} [{c['dev_ci95'][0]:.2f}, {c['dev_ci95'][1]:.2f}]"])
+    for label, r in ((k, f["real"][k]) for k in ("start", "best") if k in f.get("real", {})):
+        model = f["start_model"] if label == "start" else f"{f['best']}: {Path(r['model']).parent.name}"
+        test = r.get("vs_start")
+        real_rows.append([r["panel"], label, model, _rate(r),
+                          f"{test['only_rl']} / {test['only_start']}, p = {test['p']:.3f}" if test else "-",
+                          _limits(r)])
+    top = chosen_on_dev(f["runs"])
+    headline = (f"{f['env_id'].split('/')[1]}: best {top['estimator']} {top['test']['success']:.2f} vs start "
+                f"{start['success']:.2f} (n = {top['test']['n']}, {top['env_steps']:.0f} env steps)") if top else None
+    return {"test": test_rows, "curves": curve_rows, "real": real_rows, "headline": headline, "command": f["command"]}
+
+
+def carried_tables(name: str, previous: dict[str, Any]) -> dict[str, Any]:
+    """Family `name`'s rows, headline part and command from an earlier summary.json: a family not
+    re-run keeps what was measured (its run folder may be gone with its machine)."""
+    family = FAMILIES[name]
+    tables = previous["tables"]
+    rows = {key: [row for row in tables[key]["rows"] if row[0] in (family.env_id, family.real)]
+            for key in ("test", "curves", "real")}
+    parts = [part for part in previous["headline"].split("; ") if part.startswith(family.env_id.split("/")[1] + ":")]
+    commands = [line for line in tables["test"]["command"].splitlines() if f"--families {name}" in line]
+    return {**rows, "headline": parts[0] if parts else None, "command": commands[0] if commands else None}
+
+
+def docs_summary(results: list[dict], previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """docs/results/rl/summary.json: the tables of docs/results/rl.md (`lmgym.benchmarks.results_docs`),
+    the families of `results` measured now, the others' rows carried from `previous`."""
+    measured = {f["family"]: family_tables(f) for f in results}
+    parts = [measured[name] if name in measured else carried_tables(name, previous) for name in FAMILIES
+             if name in measured or previous]
+    parts = [part for part in parts if part["test"]]
+    rows = {key: [row for part in parts for row in part[key]] for key in ("test", "curves", "real")}
+    command = "\n".join(dict.fromkeys(part["command"] for part in parts if part["command"]))
     return {"title": "Multi-turn RL from the tiny SFT agents (GRPO, RLOO, GiGPO)", "order": 95,
-            "headline": "; ".join(best) or "not run",
+            "headline": "; ".join(part["headline"] for part in parts if part["headline"]) or "not run",
             "source": "studies/rl.py (run folder runs/rl, not committed; the episodes are reproducible from the command)",
             "tables": {
                 "test": {"columns": ["env", "agent", "env steps", "env steps/s", "entropy / clip fraction",
                                      "test success [95% CI] (won/n)", "RL only / start only, McNemar exact",
                                      "what limited it"],
-                         "align": "llrrllll", "rows": test_rows, "command": command},
+                         "align": "llrrllll", "rows": rows["test"], "command": command},
                 "curves": {"columns": ["env", "estimator", "iterations", "env steps", "train seconds",
                                        "dev success [95% CI]"],
-                           "align": "llrrrl", "rows": curve_rows, "command": command},
+                           "align": "llrrrl", "rows": rows["curves"], "command": command},
                 "real": {"columns": ["panel", "agent", "model", "success [95% CI] (won/n)",
                                      "RL only / start only, McNemar exact", "what limited it"],
-                         "align": "llllll", "rows": real_rows, "command": command}}}
+                         "align": "llllll", "rows": rows["real"], "command": command}}}
 
 
 def install_best(result: dict) -> str | None:
-    """Install the family's best RL model (highest test success; the first estimator on a tie)
+    """Install the family's RL model chosen on dev (`chosen_on_dev`)
     as ``react/<family>-rl``, its test success and its start's in the manifest's data line."""
     from lmgym.models.checkpoints import TRAIN_PANELS, install_checkpoint, read_meta
 
     if not result["runs"]:
         return None
-    best = max(result["runs"], key=lambda r: r["test"]["success"])
+    best = chosen_on_dev(result["runs"])
     name = f"react/{result['family']}-rl"
     config = json.loads((Path(best["checkpoint"]) / "lmgym.json").read_text())["grpo_config"]
     flags = ("model", "env", "estimator", "steps", "tasks", "group", "lr", "ppo_epochs", "max_turns", "seed",
@@ -326,11 +351,13 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--ppo-epochs", type=int, default=2)
     parser.add_argument("--rollout-batch", type=int, default=8)
-    parser.add_argument("--docs", action="store_true", help="write docs/results/rl/summary.json (merging families)")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the training episodes")
+    parser.add_argument("--docs", action="store_true",
+                        help="write docs/results/rl/summary.json: the families in --out, the others' rows kept")
     parser.add_argument("--install", action="store_true", help="install each family's best RL model as react/<family>-rl")
     args = parser.parse_args()
     settings = {"tasks": args.tasks, "group": args.group, "lr": args.lr, "ppo_epochs": args.ppo_epochs,
-                "rollout_batch": args.rollout_batch}
+                "rollout_batch": args.rollout_batch, "temperature": args.temperature}
     report = run(quick=args.quick, out=args.out, families=tuple(args.families), estimators=tuple(args.estimators),
                  env_steps=args.env_steps, chunk=args.chunk, test_n=args.test_n, dev_n=args.dev_n, real_n=args.real,
                  settings=settings)
@@ -344,7 +371,8 @@ def main() -> None:
     if args.docs:
         merged = {json.loads(p.read_text())["families"][0]["family"]: json.loads(p.read_text())["families"][0]
                   for p in sorted(out.glob("*.json"))}
-        atomic_write_json(DOCS / "summary.json", docs_summary([merged[k] for k in FAMILIES if k in merged]))
+        previous = json.loads((DOCS / "summary.json").read_text()) if (DOCS / "summary.json").exists() else None
+        atomic_write_json(DOCS / "summary.json", docs_summary([merged[k] for k in FAMILIES if k in merged], previous))
     print(json.dumps({f["family"]: {"start": f["start"]["success"],
                                     **{r["estimator"]: r["test"]["success"] for r in f["runs"]}}
                       for f in report["families"]}, indent=2))

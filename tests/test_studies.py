@@ -9,6 +9,7 @@ shares in [0, 1], intervals around their rate, claims that hold by construction)
 
 import ast
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -347,6 +348,15 @@ def test_rl(load_study):
     family["command"] = "python studies/rl.py --quick"
     summary = study.docs_summary([family])
     assert len(summary["tables"]["test"]["rows"]) == 4 and len(summary["tables"]["curves"]["rows"]) == 6
+    # a family re-run replaces its own rows; the others' rows, headline and command stay as measured
+    previous = json.loads((study.DOCS / "summary.json").read_text())
+    merged = study.docs_summary([family], previous)
+    for table in ("test", "curves", "real"):
+        kept = [row for row in previous["tables"][table]["rows"] if "HotPotQA" not in row[0] and "hotpotqa" not in row[0]]
+        assert [row for row in merged["tables"][table]["rows"] if row in kept] == kept
+        assert all(row in kept or row in summary["tables"][table]["rows"] for row in merged["tables"][table]["rows"])
+    assert "python studies/rl.py --quick" in merged["tables"]["test"]["command"]
+    assert "--families alfworld" in merged["tables"]["test"]["command"] and "ALFWorld-Gen-v0: best" in merged["headline"]
 
 
 def test_distill_chooses_each_method_on_dev_and_reports_test(load_study):
@@ -388,3 +398,14 @@ def test_ladder(load_study, tmp_path, family, twin, teacher_wins):
     assert pair["only_first"] + pair["only_second"] <= 2 and 0 < pair["p"] <= 1
     assert f"| {twin} | teacher vs random | 2 |" in study.markdown(summary)
     assert (tmp_path / family / "summary.md").is_file()
+
+
+def test_ladder_rl_rung_is_refused_in_one_line_where_the_family_has_no_rl_stages(load_study, tmp_path):
+    """ALFWorld's SFT rung wins no train episode, so it lists no RL stages: nothing is trained."""
+    from lmgym.errors import InputError
+
+    study = load_study("ladder")
+    assert not study.FAMILIES["alfworld"].rl_stages and study.FAMILIES["hotpotqa"].rl_stages
+    with pytest.raises(InputError, match="alfworld has no RL rung") as raised:
+        study.build_rl("alfworld", tmp_path)
+    assert "\n" not in str(raised.value) and not any(tmp_path.iterdir())
