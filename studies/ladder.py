@@ -9,6 +9,7 @@ the first ``--episodes`` (50) tasks of every panel of the family's spec
     python studies/ladder.py --family alfworld --rung random
     python studies/ladder.py --family alfworld --rung smollm2-fewshot  # SmolLM2-135M-Instruct, 2 demonstrations
     python studies/ladder.py --family alfworld --rung smollm2-sft      # teacher episodes -> LoRA SFT -> zoo -> play
+    python studies/ladder.py --family hotpotqa --rung smollm2-rl       # the SFT model -> GRPO -> zoo -> play
     python studies/ladder.py --family alfworld --summary               # the table, docs/ladder.md
     python studies/ladder.py --family alfworld --summary --docs        # and docs/results/ladder/summary.json
 
@@ -57,9 +58,9 @@ from lmgym.models import zoo
 from lmgym.stats import mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNGS = ("teacher", "random", "smollm2-fewshot", "smollm2-sft")
+RUNGS = ("teacher", "random", "smollm2-fewshot", "smollm2-sft", "smollm2-rl")
 #: Rungs whose model is trained here, by the `lmgym.agents.lm.FAMILY_MODELS` alias they install.
-TRAINED = {"smollm2-sft": "ladder/{family}-smollm2-sft"}
+TRAINED = {"smollm2-sft": "ladder/{family}-smollm2-sft", "smollm2-rl": "ladder/{family}-smollm2-rl"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class Family:
     #: SFT stages (step counts): each continues the last checkpoint and its optimiser to its count,
     #: on a schedule over that count; every stage's checkpoint is a candidate (default: one stage)
     sft_stages: tuple[int, ...] = ()
+    #: RL stages (GRPO iterations from the installed SFT model), each checkpoint a dev candidate;
+    #: none: the family has no RL rung (its SFT model wins no train episode: every group is flat)
+    rl_stages: tuple[int, ...] = ()
 
 
 FAMILIES = {
@@ -90,7 +94,8 @@ FAMILIES = {
     # twin's train split and the real test panel measures the transfer
     "hotpotqa": Family("studies/specs/ladder_hotpotqa.yaml",
                        (("lmgym/HotPotQA-Gen-v0", ("split=train",), 600, 1_000_000),), max_prompt_tokens=512,
-                       sft=(("batch_size", 4), ("warmup", 10)), dev="hotpotqa-gen-dev-100", sft_stages=(100, 200)),
+                       sft=(("batch_size", 4), ("warmup", 10)), dev="hotpotqa-gen-dev-100", sft_stages=(100, 200),
+                       rl_stages=(4, 8, 12)),
     # WebShop: a results page is long, and the next click depends on the product opened two turns
     # back (docs/results/distill.md, the 1,024-token teacher): 1,024 tokens keep about two pages
     "webshop": Family("studies/specs/ladder_webshop.yaml",
@@ -102,6 +107,12 @@ FAMILIES = {
 #: measured on one thread under load, 2 x ~515 tokens per step: ~30 s per step).
 SFT = {"lora_r": 16, "lora_alpha": 16, "batch_size": 2, "steps": 60, "warmup": 10, "lr": 5e-4, "save_every": 10,
        "log_every": 5, "seed": 0, "threads": 1}
+#: GRPO from the SFT model (`lmgym.training.grpo`): LoRA on the SFT adapter, 2 train-split tasks x 8
+#: episodes per iteration, sampled at temperature 1 on llama.cpp (TIS-corrected), one optimiser
+#: step per batch (on-policy: PPO's ratio is 1, the clip idle). ~230 s per iteration here, most
+#: of it the forward and backward pass over ~60 turns' prompts (measured on HotPotQA-Gen).
+RL = {"estimator": "grpo", "tasks": 2, "group": 8, "rollout_batch": 16, "ppo_epochs": 1, "micro_batch": 4,
+      "lr": 2e-4, "sampler": "llamacpp", "seed": 0, "threads": 1, "quiet": True}
 
 
 def command(family: str, rung: str) -> str:
@@ -142,18 +153,18 @@ def train_sft(family: str, data: list[Path], out: Path) -> list[Path]:
     return kept
 
 
-def choose_on_dev(family: str, stages: list[Path], out: Path, episodes: int) -> tuple[Path, dict[str, Any]]:
+def choose_on_dev(family: str, rung: str, stages: list[Path], out: Path, episodes: int) -> tuple[Path, dict[str, Any]]:
     """The stage whose checkpoint wins most of the first `episodes` tasks of the family's dev
-    panel (ties: the earlier stage), played as the spec's ``smollm2-sft`` agent plays."""
+    panel (ties: the earlier stage), played as the spec's `rung` agent plays."""
     if len(stages) == 1:
         return stages[0], {"choice": "the only stage (no dev choice)"}
     spec = load_spec(ROOT / FAMILIES[family].spec)
-    [agent] = [a for a in spec.agents if a.name == "smollm2-sft"]
+    [agent] = [a for a in spec.agents if a.name == rung]
     env = EnvSpec.from_panel(FAMILIES[family].dev)
     wins = {}
     for stage in stages:
-        candidate = replace(agent, name=f"smollm2-sft-{stage.name}", kwargs={**agent.kwargs, "model": str(stage.resolve())})
-        folder = out / family / "smollm2-sft-dev" / stage.name
+        candidate = replace(agent, name=f"{rung}-{stage.name}", kwargs={**agent.kwargs, "model": str(stage.resolve())})
+        folder = out / family / f"{rung}-dev" / stage.name
         run_benchmark(replace(spec, id=f"ladder-{family}-dev", agents=(candidate,), episodes=episodes,
                               envs=(replace(env, episodes=min(episodes, env.episodes or episodes)),)),
                       folder, quiet=True, plots=False)
@@ -164,12 +175,13 @@ def choose_on_dev(family: str, stages: list[Path], out: Path, episodes: int) -> 
 
 
 def training_cost(run: Path, steps: int) -> dict[str, Any]:
-    """Steps, wall seconds and tokens of a training run up to step `steps`, from its metrics log
-    (every attempt)."""
+    """Steps, wall seconds and tokens (and, for RL, env steps) of a training run up to step
+    `steps`, from its metrics log (every attempt)."""
     last = [row for row in read_jsonl(run / "metrics.jsonl") if row["train/step"] <= steps][-1]
-    return {"steps": int(last["train/step"]), "wall_seconds": round(last["time/seconds"], 1),
+    cost = {"steps": int(last["train/step"]), "wall_seconds": round(last["time/seconds"], 1),
             "train_tokens": int(last["train/tokens"]),
             "tokens_per_second": round(last["train/tokens"] / max(last["time/seconds"], 1e-9), 1)}
+    return {**cost, "env_steps": int(last["time/env_steps"])} if "time/env_steps" in last else cost
 
 
 def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: dict[str, Any]) -> Path:
@@ -177,10 +189,9 @@ def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: 
     meta without this run's local paths whose base is ``"smollm2"``; no optimiser state."""
     import safetensors.torch
 
-    from lmgym.models.checkpoints import META_FILE, OPTIMIZER_FILE, read_meta
+    from lmgym.models.checkpoints import META_FILE, OPTIMIZER_FILE, portable_meta, read_meta
 
-    meta = read_meta(checkpoint)
-    config = {k: v for k, v in meta["train_config"].items() if k not in ("data", "out")}
+    meta = portable_meta(read_meta(checkpoint))
     adapter = "adapter_model.safetensors"
 
     def write(folder: Path) -> None:
@@ -191,7 +202,7 @@ def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: 
         atomic_write_json(folder / "adapter_config.json", {**peft_config, "base_model_name_or_path": "smollm2"})
         weights = safetensors.torch.load_file(str(checkpoint / adapter))
         safetensors.torch.save_file({k: v.half() for k, v in weights.items()}, str(folder / adapter))
-        atomic_write_json(folder / META_FILE, {**meta, "train_config": config, **extra})
+        atomic_write_json(folder / META_FILE, {**meta, **extra})
 
     return zoo.install(name, write, command=cmd, data=data)
 
@@ -203,7 +214,7 @@ def build_sft(family: str, out: Path, dev_episodes: int = 50) -> Path:
         return zoo.path(name)
     work = out / family / "smollm2-sft-train"
     data = teacher_data(family, work)
-    chosen, choice = choose_on_dev(family, train_sft(family, data, work), out, dev_episodes)
+    chosen, choice = choose_on_dev(family, "smollm2-sft", train_sft(family, data, work), out, dev_episodes)
     described = "; ".join(f"{env_id} {' '.join(kw)}: won grounded-teacher episodes of {n} seeds from {first}"
                           for env_id, kw, n, first in FAMILIES[family].teacher_data)
     from lmgym.models.checkpoints import read_meta
@@ -211,6 +222,46 @@ def build_sft(family: str, out: Path, dev_episodes: int = 50) -> Path:
     cost = training_cost(work, read_meta(chosen)["step"])
     return install_adapter(chosen, name, data=described, cmd=command(family, "smollm2-sft"),
                            extra={"ladder": {"family": family, "rung": "smollm2-sft", "cost": cost,
+                                             "checkpoint_choice": choice}})
+
+
+def train_rl(family: str, start: Path, out: Path) -> list[Path]:
+    """GRPO from `start` on the family's twin (its train split), in the family's stages, each
+    stage's checkpoint kept as ``out/step-N`` (resumes a cut run; a stage already kept is skipped)."""
+    from lmgym.training.grpo import GRPOConfig, train
+
+    spec = load_spec(ROOT / FAMILIES[family].spec)
+    env_id = FAMILIES[family].teacher_data[0][0]
+    kept = []
+    for steps in FAMILIES[family].rl_stages:
+        stage = out / f"step-{steps}"
+        if not stage.is_dir():
+            train(GRPOConfig(out=str(out), model=str(start), env=env_id, max_turns=spec.max_steps, steps=steps,
+                             save_every=steps, **RL))
+            shutil.copytree(out / "checkpoint", out / f".step-{steps}", dirs_exist_ok=True)
+            (out / f".step-{steps}").rename(stage)
+        kept.append(stage)
+    return kept
+
+
+def build_rl(family: str, out: Path, dev_episodes: int = 50) -> Path:
+    """The installed RL model of `family`: GRPO from its SFT model (built first when missing),
+    the stage chosen on the dev panel."""
+    name = TRAINED["smollm2-rl"].format(family=family)
+    if zoo.is_installed(name):
+        return zoo.path(name)
+    if not FAMILIES[family].rl_stages:
+        raise InputError(f"{family} has no RL rung: its SFT model wins no train-split episode, so every GRPO group "
+                         "is flat (docs/results/ladder.md)")
+    start = build_sft(family, out, dev_episodes)
+    work = out / family / "smollm2-rl-train"
+    chosen, choice = choose_on_dev(family, "smollm2-rl", train_rl(family, start, work), out, dev_episodes)
+    from lmgym.models.checkpoints import read_meta
+
+    cost = training_cost(work, read_meta(chosen)["step"])
+    data = f"{FAMILIES[family].teacher_data[0][0]} split=train: GRPO groups from {start.name} (tasks: the meta's train panels)"
+    return install_adapter(chosen, name, data=data, cmd=command(family, "smollm2-rl"),
+                           extra={"ladder": {"family": family, "rung": "smollm2-rl", "cost": cost, "config": RL,
                                              "checkpoint_choice": choice}})
 
 
@@ -298,8 +349,8 @@ def cell_row(c: dict[str, Any]) -> list[str]:
     low, high = c["success_ci95"]
     n = c["episodes"] if c["episodes"] == c["expected_episodes"] else f"{c['episodes']} of {c['expected_episodes']}"
     cost = c["training"]
-    trained = (f"{cost['steps']} steps, {cost['train_tokens'] / 1000:.0f}k tokens, {cost['wall_seconds'] / 60:.0f} min"
-               if cost else "none")
+    trained = (f"{cost['steps']} steps, " + (f"{cost['env_steps']:,} env steps, " if "env_steps" in cost else "")
+               + f"{cost['train_tokens'] / 1000:.0f}k tokens, {cost['wall_seconds'] / 60:.0f} min" if cost else "none")
     graded = c["mean_f1"] if c["mean_f1"] is not None else c["mean_score"]  # HotPotQA's F1, WebShop's reward
     return [c["env"], c["rung"], f"{c['success_rate']:.2f} [{low:.2f}, {high:.2f}]", str(n), _num(graded, 2),
             _num(c["mean_steps"], 1), _num(c["tokens_per_episode"] or None), _num(c["seconds_per_episode"], 2),
@@ -371,8 +422,10 @@ def run(quick: bool = False, family: str = "alfworld", rungs: tuple[str, ...] = 
             first_panel = load_spec(ROOT / FAMILIES[family].spec).envs[0].name
             evaluate(family, rung, out, 2, envs=(first_panel,), max_steps=20)
         else:
-            if rung in TRAINED:
+            if rung == "smollm2-sft":
                 build_sft(family, out)
+            elif rung == "smollm2-rl":
+                build_rl(family, out)
             evaluate(family, rung, out, episodes, envs, quiet=False)
     summary = summarize(family, out)
     atomic_write_json(out / family / "summary.json", summary)

@@ -109,6 +109,24 @@ def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optim
     optimizer.load_state_dict(torch.load(Path(folder) / OPTIMIZER_FILE, weights_only=True))
 
 
+def portable_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """`meta` without this run's local paths, as a zoo model records it: its trainer configs
+    (``train_config``, ``grpo_config``) lose the data files, output and tokenizer folders, and a
+    starting model (``init``, ``model``) is named by its zoo name, or dropped when it is a path
+    outside the zoo (a folder of one checkout means nothing in another)."""
+    def start(value: Any) -> Any:
+        named = zoo.label(value) if isinstance(value, str) else value
+        return None if isinstance(named, str) and os.path.isabs(named) else named
+
+    cleaned = dict(meta)
+    for key in ("train_config", "grpo_config"):
+        if key in meta:
+            config = {k: start(v) if k in ("init", "model") else v for k, v in meta[key].items()
+                      if k not in ("data", "out", "tokenizer")}
+            cleaned[key] = {k: v for k, v in config.items() if v is not None or meta[key][k] is None}
+    return cleaned
+
+
 def install_checkpoint(source: str | os.PathLike, name: str, *, half: bool = True, meta: dict[str, Any] | None = None,
                        command: str | None = None, data: str = "",
                        train_panels: list[dict[str, Any]] | None = None) -> Path:
@@ -122,8 +140,7 @@ def install_checkpoint(source: str | os.PathLike, name: str, *, half: bool = Tru
     model, tokenizer, old = load_checkpoint(source)
     if (Path(source) / "adapter_config.json").exists():
         raise ValueError(f"{source}: a LoRA adapter depends on its base folder; merge it before installing")
-    config = {k: v for k, v in old.get("train_config", {}).items() if k not in ("data", "out", "init", "tokenizer")}
-    cleaned = {**old, "train_config": config, "base_model": None, **(meta or {})}
+    cleaned = {**portable_meta(old), "base_model": None, **(meta or {})}
     command = command or cleaned.get("recipe") or "python " + " ".join(sys.argv)
 
     def write(folder: Path) -> None:

@@ -161,3 +161,21 @@ def test_every_folder_under_zoo_is_a_manifest_name_and_every_name_a_folder():
     for name, entry in zoo.manifest(REPO_ZOO).items():
         assert entry["command"].strip() and entry["data"].strip(), f"{name} does not say how it was trained"
         assert entry["bytes"] == sum(f["size"] for f in entry["files"].values())
+
+
+def test_no_committed_model_records_a_local_absolute_path():
+    """A meta names its data and starts portably (`lmgym.models.checkpoints.portable_meta`): an
+    absolute path of the machine that trained it means nothing in another checkout."""
+    def strings(value):
+        if isinstance(value, dict):
+            yield from (s for v in value.values() for s in strings(v))
+        elif isinstance(value, list):
+            yield from (s for v in value for s in strings(v))
+        elif isinstance(value, str):
+            yield value
+
+    metas = sorted(REPO_ZOO.glob("*/*/lmgym.json"))
+    assert metas
+    for meta in metas:
+        local = [s for s in strings(json.loads(meta.read_text())) if s.startswith(("/work/", "/home/", "/tmp/", "/root/"))]
+        assert not local, (meta.parent.name, local[:3])

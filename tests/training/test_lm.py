@@ -8,7 +8,8 @@ from safetensors.torch import load_file
 
 from lmgym.errors import InputError
 from lmgym.io import append_jsonl
-from lmgym.models.checkpoints import OPTIMIZER_FILE, install_checkpoint, load_checkpoint, save_checkpoint
+from lmgym.models.checkpoints import (OPTIMIZER_FILE, install_checkpoint, load_checkpoint, portable_meta,
+                                      save_checkpoint)
 from lmgym.models.diffusion import generate
 from lmgym.models.tokenizer import decode_answer, prompt_ids
 from lmgym.rollouts import Episode, Step, write_episode
@@ -143,6 +144,20 @@ def test_an_installed_checkpoint_is_half_precision_without_local_paths(records, 
     assert meta["recipe"] == "python make_it.py" and meta["step"] == 2
     x = torch.tensor([prompt_ids(tokenizer, "A red thing", 16)])
     assert torch.allclose(model(x).logits, original(x).logits, atol=0.05)  # loaded back in float32
+
+
+def test_portable_meta_names_zoo_models_and_drops_local_paths(tmp_path, monkeypatch):
+    """What an installed model records of its run: no data, output or tokenizer folder; a start in
+    the zoo by its zoo name (a GRPO run from a ladder adapter), one elsewhere dropped."""
+    monkeypatch.setenv("LMGYM_ZOO", str(tmp_path / "zoo"))
+    (tmp_path / "zoo" / "ladder" / "x-sft").mkdir(parents=True)
+    meta = {"step": 3, "train_config": {"data": ["/d.jsonl"], "out": "/runs/x", "init": "smollm2", "lr": 0.1},
+            "grpo_config": {"out": str(tmp_path / "run"), "model": str(tmp_path / "zoo" / "ladder" / "x-sft"), "lr": 0.2}}
+    cleaned = portable_meta(meta)
+    assert cleaned == {"step": 3, "train_config": {"init": "smollm2", "lr": 0.1},
+                       "grpo_config": {"model": "ladder/x-sft", "lr": 0.2}}
+    assert portable_meta({"grpo_config": {"model": str(tmp_path / "elsewhere")}}) == {"grpo_config": {}}
+    assert meta["train_config"]["out"] == "/runs/x"  # the run's own meta is left as it is
 
 
 def test_rollout_files_train_on_their_transcripts_and_record_the_prompt(tmp_path):
