@@ -30,8 +30,9 @@ the same budget) unless told otherwise. The names of `FAMILY_MODELS` stand for a
 per family, chosen by each episode's env: ``model="tiny-ar"`` / ``"tiny-mdlm"`` the tiny ReAct
 model (`examples/train_tiny_react.py`), ``"tiny-rl"`` the family's best one after multi-turn RL
 (`lmgym.training.grpo`, studies/rl.py), ``"smollm2-sft"`` SmolLM2-135M-Instruct fine-tuned (LoRA)
-on the family's teacher episodes (studies/ladder.py, docs/ladder.md; its adapter plays on
-llama.cpp, merged into the base once: `merged_gguf`), so one agent entry of a benchmark spec
+on the family's teacher episodes and ``"smollm2-rl"`` that model after GRPO (studies/ladder.py,
+docs/ladder.md; their adapters play on llama.cpp, merged into the base once: `merged_gguf`),
+so one agent entry of a benchmark spec
 plays every family with its own model.
 
 ``batch_size`` > 1 lets `lmgym.agents.runner.run_episodes` (and the benchmark runner) keep that
@@ -71,6 +72,7 @@ FAMILY_MODELS = {
     "tiny-mdlm": ("react/{family}-mdlm", "python examples/train_tiny_react.py --env <a {Family} env> --install"),
     "tiny-rl": ("react/{family}-rl", "python studies/rl.py --families {family} --install"),
     "smollm2-sft": ("ladder/{family}-smollm2-sft", "python studies/ladder.py --family {family} --rung smollm2-sft"),
+    "smollm2-rl": ("ladder/{family}-smollm2-rl", "python studies/ladder.py --family {family} --rung smollm2-rl"),
 }
 
 

@@ -9,7 +9,7 @@ from lmgym.models.zoo import ModelNotInstalled
 
 
 def test_the_one_table_holds_the_tiny_and_ladder_aliases():
-    assert {"tiny-ar", "tiny-mdlm", "tiny-rl", "smollm2-sft"} <= set(FAMILY_MODELS)
+    assert {"tiny-ar", "tiny-mdlm", "tiny-rl", "smollm2-sft", "smollm2-rl"} <= set(FAMILY_MODELS)
     assert FAMILY_MODELS["tiny-ar"][0] == "react/{family}-ar"
 
 
@@ -20,6 +20,20 @@ def test_smollm2_sft_resolves_to_the_ladder_model_of_the_family(family):
     assert installed_family_model("smollm2-sft", family) == zoo.path(name)
     assert (zoo.path(name) / "adapter_model.safetensors").is_file()
     assert zoo.path(name) != installed_family_model("smollm2-sft", "ALFWorld" if family != "ALFWorld" else "HotPotQA")
+
+
+def test_smollm2_rl_is_the_grpo_adapter_trained_from_the_family_sft_model():
+    """HotPotQA's RL rung is installed (studies/ladder.py --rung smollm2-rl): a LoRA adapter on the
+    bundled SmolLM2 whose meta records the GRPO config, its start and the dev choice."""
+    from lmgym.models.checkpoints import read_meta
+
+    path = installed_family_model("smollm2-rl", "HotPotQA")
+    assert path == zoo.path("ladder/hotpotqa-smollm2-rl") and (path / "adapter_model.safetensors").is_file()
+    meta = read_meta(path)
+    assert meta["base_model"] == "smollm2" and meta["grpo_config"]["model"].endswith("hotpotqa-smollm2-sft")
+    assert meta["ladder"]["rung"] == "smollm2-rl" and "dev_wins" in meta["ladder"]["checkpoint_choice"]
+    with pytest.raises(ModelNotInstalled, match="--family alfworld --rung smollm2-rl"):
+        installed_family_model("smollm2-rl", "ALFWorld")
 
 
 def test_the_smollm2_adapter_loads_on_its_named_base_through_torch():
