@@ -25,7 +25,7 @@ the first ``--episodes`` (50) tasks of every panel of the family's spec
    tasks (`choose_on_dev`): the test panels choose nothing;
 4. the adapter installed in half precision (a few MB, no optimiser state) as the zoo model
    ``ladder/<family>-smollm2-sft``, its meta recording the train config, seed, train panels,
-   wall time and tokens (`install_adapter`). ``LMAgent("smollm2-sft")`` resolves it per family
+   wall time and tokens (`install_rung`). ``LMAgent("smollm2-sft")`` resolves it per family
    (`lmgym.agents.lm.FAMILY_MODELS`) and plays it on llama.cpp, merged into the base once.
 
 The summary (``--summary``; `summarize`) reads every rung's folder: per panel and rung the
@@ -48,7 +48,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lmgym.benchmarks.runner import read_rows, run_benchmark
 from lmgym.benchmarks.spec import BenchmarkSpec, EnvSpec, load_spec
@@ -134,23 +134,29 @@ def teacher_data(family: str, out: Path) -> list[Path]:
     return files
 
 
+def keep_stages(out: Path, stages: tuple[int, ...], train_to: Callable[[int], Any]) -> list[Path]:
+    """Run `train_to(steps)` for each stage's step count (a resumable run in `out`), each stage's
+    checkpoint kept as ``out/step-N`` (whole or absent); a stage already kept is skipped."""
+    kept = []
+    for steps in stages:
+        stage = out / f"step-{steps}"
+        if not stage.is_dir():
+            train_to(steps)
+            shutil.copytree(out / "checkpoint", out / f".step-{steps}", dirs_exist_ok=True)
+            (out / f".step-{steps}").rename(stage)
+        kept.append(stage)
+    return kept
+
+
 def train_sft(family: str, data: list[Path], out: Path) -> list[Path]:
     """LoRA SFT of SmolLM2 on `data` in the family's stages, each stage's checkpoint kept as
     ``out/step-N`` (resumes a cut run; a stage already kept is skipped)."""
     from lmgym.training.lm import LMTrainConfig, train
 
     config = {**SFT, **dict(FAMILIES[family].sft)}
-    kept = []
-    for steps in FAMILIES[family].sft_stages or (config["steps"],):
-        stage = out / f"step-{steps}"
-        if not stage.is_dir():
-            train(LMTrainConfig(data=tuple(map(str, data)), out=str(out), init="smollm2",
-                                max_prompt_tokens=FAMILIES[family].max_prompt_tokens, quiet=True,
-                                **{**config, "steps": steps}))
-            shutil.copytree(out / "checkpoint", out / f".step-{steps}", dirs_exist_ok=True)
-            (out / f".step-{steps}").rename(stage)  # whole or absent
-        kept.append(stage)
-    return kept
+    return keep_stages(out, FAMILIES[family].sft_stages or (config["steps"],), lambda steps: train(LMTrainConfig(
+        data=tuple(map(str, data)), out=str(out), init="smollm2", max_prompt_tokens=FAMILIES[family].max_prompt_tokens,
+        quiet=True, **{**config, "steps": steps})))
 
 
 def choose_on_dev(family: str, rung: str, stages: list[Path], out: Path, episodes: int) -> tuple[Path, dict[str, Any]]:
@@ -184,14 +190,16 @@ def training_cost(run: Path, steps: int) -> dict[str, Any]:
     return {**cost, "env_steps": int(last["time/env_steps"])} if "time/env_steps" in last else cost
 
 
-def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: dict[str, Any]) -> Path:
-    """Install a LoRA checkpoint in the zoo: the adapter in half precision, the tokenizer, and a
-    meta without this run's local paths whose base is ``"smollm2"``; no optimiser state."""
+def install_rung(family: str, rung: str, checkpoint: Path, *, run: Path, data: str, extra: dict[str, Any]) -> Path:
+    """Install `rung`'s chosen LoRA checkpoint of `run` in the zoo: the adapter in half precision,
+    the tokenizer, and a meta without this run's local paths whose base is ``"smollm2"`` and whose
+    ``ladder`` entry holds the training cost up to that checkpoint and `extra`; no optimiser state."""
     import safetensors.torch
 
     from lmgym.models.checkpoints import META_FILE, OPTIMIZER_FILE, portable_meta, read_meta
 
     meta = portable_meta(read_meta(checkpoint))
+    meta["ladder"] = {"family": family, "rung": rung, "cost": training_cost(run, meta["step"]), **extra}
     adapter = "adapter_model.safetensors"
 
     def write(folder: Path) -> None:
@@ -202,9 +210,9 @@ def install_adapter(checkpoint: Path, name: str, *, data: str, cmd: str, extra: 
         atomic_write_json(folder / "adapter_config.json", {**peft_config, "base_model_name_or_path": "smollm2"})
         weights = safetensors.torch.load_file(str(checkpoint / adapter))
         safetensors.torch.save_file({k: v.half() for k, v in weights.items()}, str(folder / adapter))
-        atomic_write_json(folder / META_FILE, {**meta, **extra})
+        atomic_write_json(folder / META_FILE, meta)
 
-    return zoo.install(name, write, command=cmd, data=data)
+    return zoo.install(TRAINED[rung].format(family=family), write, command=command(family, rung), data=data)
 
 
 def build_sft(family: str, out: Path, dev_episodes: int = 50) -> Path:
@@ -217,12 +225,7 @@ def build_sft(family: str, out: Path, dev_episodes: int = 50) -> Path:
     chosen, choice = choose_on_dev(family, "smollm2-sft", train_sft(family, data, work), out, dev_episodes)
     described = "; ".join(f"{env_id} {' '.join(kw)}: won grounded-teacher episodes of {n} seeds from {first}"
                           for env_id, kw, n, first in FAMILIES[family].teacher_data)
-    from lmgym.models.checkpoints import read_meta
-
-    cost = training_cost(work, read_meta(chosen)["step"])
-    return install_adapter(chosen, name, data=described, cmd=command(family, "smollm2-sft"),
-                           extra={"ladder": {"family": family, "rung": "smollm2-sft", "cost": cost,
-                                             "checkpoint_choice": choice}})
+    return install_rung(family, "smollm2-sft", chosen, run=work, data=described, extra={"checkpoint_choice": choice})
 
 
 def train_rl(family: str, start: Path, out: Path) -> list[Path]:
@@ -230,18 +233,10 @@ def train_rl(family: str, start: Path, out: Path) -> list[Path]:
     stage's checkpoint kept as ``out/step-N`` (resumes a cut run; a stage already kept is skipped)."""
     from lmgym.training.grpo import GRPOConfig, train
 
-    spec = load_spec(ROOT / FAMILIES[family].spec)
-    env_id = FAMILIES[family].teacher_data[0][0]
-    kept = []
-    for steps in FAMILIES[family].rl_stages:
-        stage = out / f"step-{steps}"
-        if not stage.is_dir():
-            train(GRPOConfig(out=str(out), model=str(start), env=env_id, max_turns=spec.max_steps, steps=steps,
-                             save_every=steps, **RL))
-            shutil.copytree(out / "checkpoint", out / f".step-{steps}", dirs_exist_ok=True)
-            (out / f".step-{steps}").rename(stage)
-        kept.append(stage)
-    return kept
+    max_turns = load_spec(ROOT / FAMILIES[family].spec).max_steps
+    return keep_stages(out, FAMILIES[family].rl_stages, lambda steps: train(GRPOConfig(
+        out=str(out), model=str(start), env=FAMILIES[family].teacher_data[0][0], max_turns=max_turns, steps=steps,
+        save_every=steps, **RL)))
 
 
 def build_rl(family: str, out: Path, dev_episodes: int = 50) -> Path:
@@ -256,13 +251,8 @@ def build_rl(family: str, out: Path, dev_episodes: int = 50) -> Path:
     start = build_sft(family, out, dev_episodes)
     work = out / family / "smollm2-rl-train"
     chosen, choice = choose_on_dev(family, "smollm2-rl", train_rl(family, start, work), out, dev_episodes)
-    from lmgym.models.checkpoints import read_meta
-
-    cost = training_cost(work, read_meta(chosen)["step"])
     data = f"{FAMILIES[family].teacher_data[0][0]} split=train: GRPO groups from {start.name} (tasks: the meta's train panels)"
-    return install_adapter(chosen, name, data=data, cmd=command(family, "smollm2-rl"),
-                           extra={"ladder": {"family": family, "rung": "smollm2-rl", "cost": cost, "config": RL,
-                                             "checkpoint_choice": choice}})
+    return install_rung(family, "smollm2-rl", chosen, run=work, data=data, extra={"config": RL, "checkpoint_choice": choice})
 
 
 # -- evaluating ------------------------------------------------------------------------------------

@@ -409,3 +409,19 @@ def test_ladder_rl_rung_is_refused_in_one_line_where_the_family_has_no_rl_stages
     with pytest.raises(InputError, match="alfworld has no RL rung") as raised:
         study.build_rl("alfworld", tmp_path)
     assert "\n" not in str(raised.value) and not any(tmp_path.iterdir())
+
+
+def test_ladder_stages_train_each_count_once_and_keep_each_checkpoint(load_study, tmp_path):
+    """`keep_stages`: a stage's checkpoint is copied whole as step-N; a rerun skips the kept stages."""
+    study = load_study("ladder")
+    trained = []
+
+    def train_to(steps):
+        trained.append(steps)
+        (tmp_path / "checkpoint").mkdir(exist_ok=True)
+        (tmp_path / "checkpoint" / "step.txt").write_text(str(steps))
+
+    kept = study.keep_stages(tmp_path, (4, 8), train_to)
+    assert [p.name for p in kept] == ["step-4", "step-8"] and trained == [4, 8]
+    assert [(p / "step.txt").read_text() for p in kept] == ["4", "8"]
+    assert study.keep_stages(tmp_path, (4, 8, 12), train_to) == kept + [tmp_path / "step-12"] and trained == [4, 8, 12]

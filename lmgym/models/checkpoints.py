@@ -114,16 +114,18 @@ def portable_meta(meta: dict[str, Any]) -> dict[str, Any]:
     (``train_config``, ``grpo_config``) lose the data files, output and tokenizer folders, and a
     starting model (``init``, ``model``) is named by its zoo name, or dropped when it is a path
     outside the zoo (a folder of one checkout means nothing in another)."""
-    def start(value: Any) -> Any:
-        named = zoo.label(value) if isinstance(value, str) else value
-        return None if isinstance(named, str) and os.path.isabs(named) else named
-
     cleaned = dict(meta)
     for key in ("train_config", "grpo_config"):
-        if key in meta:
-            config = {k: start(v) if k in ("init", "model") else v for k, v in meta[key].items()
-                      if k not in ("data", "out", "tokenizer")}
-            cleaned[key] = {k: v for k, v in config.items() if v is not None or meta[key][k] is None}
+        if key not in meta:
+            continue
+        cleaned[key] = {}
+        for field, value in meta[key].items():
+            if field in ("init", "model") and isinstance(value, str):
+                value = zoo.label(value)
+                if os.path.isabs(value):
+                    continue
+            if field not in ("data", "out", "tokenizer"):
+                cleaned[key][field] = value
     return cleaned
 
 
