@@ -7,6 +7,7 @@ the adapter into SmolLM2-135M-Instruct once (a cached f16 GGUF). Both agents pla
 ``--episodes`` tasks of HotPotQA-Gen's test split (the panel `hotpotqa-gen-test-200`, which the
 adapter never trained on), greedy, in one lockstep batch; then the success rates with Wilson
 intervals and the paired counts (docs/results/ladder.md has the whole panel: 0.91 [0.86, 0.94]).
+``--rung smollm2-rl`` plays that adapter after GRPO instead (0.84 [0.71, 0.92] on the first 50).
 
 Smoke test: --episodes 4
 """
@@ -27,10 +28,12 @@ ENV = "lmgym/HotPotQA-Gen-v0"
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--episodes", type=int, default=20, help="the first N test tasks (seeds 0..N-1)")
 parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
+parser.add_argument("--rung", choices=("smollm2-sft", "smollm2-rl"), default="smollm2-sft",
+                    help="the ladder model: after SFT, or after SFT then GRPO")
 args = parser.parse_args()
 
 seeds = list(range(args.episodes))
-agents = {"smollm2-sft": LMAgent(model="smollm2-sft", backend="llamacpp", batch_size=args.episodes,
+agents = {args.rung: LMAgent(model=args.rung, backend="llamacpp", batch_size=args.episodes,
                                  backend_kwargs={"threads": args.threads, "max_sequences": args.episodes,
                                                  "max_context": 1024}),
           "random": make_agent("random")}
@@ -40,13 +43,13 @@ for name, agent in agents.items():
     started = time.time()
     episodes = dict(run_episodes(envs, agent, seeds, env_id=ENV))
     won[name] = [episodes[k].won for k in range(args.episodes)]
-    if name == "smollm2-sft":  # one transcript: what the fine-tuned model writes
+    if name == args.rung:  # one transcript: what the fine-tuned model writes
         for step in episodes[0].steps:
             print(f"  {step.observation[:100]}\n  " + step.completion.strip().replace("\n", "\n  "))
     low, high = wilson_interval(sum(won[name]), args.episodes)
     print(f"{name}: success {sum(won[name])}/{args.episodes} [{low:.2f}, {high:.2f}] ({time.time() - started:.0f} s)")
 
-only_sft = sum(a and not b for a, b in zip(won["smollm2-sft"], won["random"]))
-only_random = sum(b and not a for a, b in zip(won["smollm2-sft"], won["random"]))
-print(f"paired: smollm2-sft only {only_sft}, random only {only_random}, exact McNemar p = "
-      f"{mcnemar_exact(only_sft, only_random):.3f}")
+only_model = sum(a and not b for a, b in zip(won[args.rung], won["random"]))
+only_random = sum(b and not a for a, b in zip(won[args.rung], won["random"]))
+print(f"paired: {args.rung} only {only_model}, random only {only_random}, exact McNemar p = "
+      f"{mcnemar_exact(only_model, only_random):.3f}")
