@@ -352,12 +352,13 @@ def main() -> None:
     parser.add_argument("--ppo-epochs", type=int, default=2)
     parser.add_argument("--rollout-batch", type=int, default=8)
     parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the training episodes")
+    parser.add_argument("--kl-coef", type=float, default=0.0, help="weight of the k3 KL to the starting model (0: none)")
     parser.add_argument("--docs", action="store_true",
                         help="write docs/results/rl/summary.json: the families in --out, the others' rows kept")
     parser.add_argument("--install", action="store_true", help="install each family's best RL model as react/<family>-rl")
     args = parser.parse_args()
     settings = {"tasks": args.tasks, "group": args.group, "lr": args.lr, "ppo_epochs": args.ppo_epochs,
-                "rollout_batch": args.rollout_batch, "temperature": args.temperature}
+                "rollout_batch": args.rollout_batch, "temperature": args.temperature, "kl_coef": args.kl_coef}
     report = run(quick=args.quick, out=args.out, families=tuple(args.families), estimators=tuple(args.estimators),
                  env_steps=args.env_steps, chunk=args.chunk, test_n=args.test_n, dev_n=args.dev_n, real_n=args.real,
                  settings=settings)

@@ -212,6 +212,18 @@ def encode_data(tokenizer, records, episodes, cfg: "LMTrainConfig") -> tuple[lis
     return examples, dropped
 
 
+def longest_turn(examples: list[Example]) -> int:
+    """The most tokens one assistant turn of `examples` writes: its longest run of REASON and ACT
+    tokens, end of turn included. An AR agent given fewer per turn is cut before its action."""
+    longest = 0
+    for example in examples:
+        run = 0
+        for role in example.roles:
+            run = run + 1 if role in (REASON, ACT) else 0
+            longest = max(longest, run)
+    return longest
+
+
 def collate(examples: list[Example], pad_id: int, train_roles: tuple[int, ...] = (REASON, ACT)) -> dict[str, torch.Tensor]:
     """Left-padded batch (B, T): input_ids, attention_mask, roles, answer_mask (the denoising
     target: from each example's answer start on) and loss_mask (roles in `train_roles`)."""
@@ -302,15 +314,17 @@ def build(cfg: LMTrainConfig, texts: Iterable[str], device: str | None):
     if bidirectional:
         ensure_mask_token(tokenizer)
         resize_for_tokenizer(model, tokenizer)
-    needed = positions_for(cfg.max_prompt_tokens, cfg.max_answer_tokens)
-    if getattr(model.config, "rope_parameters", None) and model.config.max_position_embeddings < needed:
-        # rotary positions extend to any length, but the backends cut prompts to the saved
-        # max_position_embeddings: a longer budget than the base was built for must be recorded
-        model.config.max_position_embeddings = needed
     torch.manual_seed(cfg.seed)  # LoRA's A matrices are drawn here
     if cfg.lora_r:
         model = add_lora(model, r=cfg.lora_r, alpha=cfg.lora_alpha)
     return model, tokenizer, zoo.label(cfg.init)  # the base as a record names it: "smollm2", a zoo name
+
+
+def record_positions(model, needed: int) -> None:
+    """Rotary positions extend to any length, but the backends cut prompts to the saved
+    max_position_embeddings: a longer budget than the model was built for must be recorded."""
+    if getattr(model.config, "rope_parameters", None) and model.config.max_position_embeddings < needed:
+        model.config.max_position_embeddings = needed
 
 
 def train(cfg: LMTrainConfig) -> dict[str, float]:
@@ -329,13 +343,17 @@ def train(cfg: LMTrainConfig) -> dict[str, float]:
     examples, dropped = encode_data(tokenizer, records, episodes, cfg)
     if not examples:
         raise InputError(f"no pair fits --max-answer-tokens {cfg.max_answer_tokens} ({dropped} dropped)")
+    # an AR example keeps its turns whole within max_prompt + max_answer tokens: the agent's budget
+    # covers the longest turn trained (MDLM drops the turns longer than its canvas)
+    max_new_tokens = max(cfg.max_answer_tokens, longest_turn(examples) if cfg.objective == "ar" else 0)
+    record_positions(model, positions_for(cfg.max_prompt_tokens, max_new_tokens))
     mask_id = tokenizer.mask_token_id if cfg.objective == "mdlm" else None
     train_roles = tuple(ROLE_NAMES.index(r) for r in cfg.train_roles)
     trainable, total = trainable_parameters(model)
     meta = {"kind": cfg.objective, "mask_token_id": mask_id, "base_model": base, "train_config": asdict(cfg),
             "max_prompt_tokens": cfg.max_prompt_tokens, "max_answer_tokens": cfg.max_answer_tokens,
             "pairs": len(examples), "dropped_for_length": dropped, "parameters": total, "trainable_parameters": trainable,
-            "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False, "max_new_tokens": cfg.max_answer_tokens}
+            "react_prompt": {**asdict(prompt_profile(cfg)), "show_actions": False, "max_new_tokens": max_new_tokens}
             if episodes else None,
             TRAIN_PANELS: [*inherited_panels(cfg.init), *train_panels(episodes), *(records_panels(cfg.data) if records else [])]}
 

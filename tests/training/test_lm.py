@@ -12,6 +12,7 @@ from lmgym.models.checkpoints import (OPTIMIZER_FILE, install_checkpoint, load_c
                                       save_checkpoint)
 from lmgym.models.diffusion import generate
 from lmgym.models.tokenizer import decode_answer, prompt_ids
+from lmgym.react import format_completion
 from lmgym.rollouts import Episode, Step, write_episode
 from lmgym.training.lm import LMTrainConfig, load_data, main, mdlm_loss, train
 
@@ -173,6 +174,23 @@ def test_rollout_files_train_on_their_transcripts_and_record_the_prompt(tmp_path
         meta = load_checkpoint(tmp_path / objective / "checkpoint")[2]
         assert meta["react_prompt"] == {"instructions": False, "few_shot": 0, "show_actions": False, "max_prompt_tokens": 16,
                                        "max_new_tokens": 64}
+
+
+def test_an_ar_agent_may_write_the_longest_turn_it_was_trained_on(tmp_path):
+    """An AR example keeps its turns whole within the prompt and answer budgets together: an agent
+    budget below the longest turn cuts it before its action (WebShop's teacher writes up to 91
+    tokens a turn, where the budget was 64)."""
+    path = tmp_path / "rollouts.jsonl"
+    thought = " ".join(["the door is closed"] * 12)
+    step = Step(observation="You see a door.", action="open door", reward=1.0, terminated=True, truncated=False,
+                action_valid=True, won=True, reasoning=thought)
+    write_episode(path, Episode(env_id="lmgym/KeyDoor-v0", seed=0, task="open the door", agent="expert", steps=[step]))
+    train(config(path, tmp_path / "ar", steps=1, max_prompt_tokens=128, max_answer_tokens=8))
+    _, tokenizer, meta = load_checkpoint(tmp_path / "ar" / "checkpoint")
+    written = len(tokenizer.encode(format_completion(thought, "open door")[0], add_special_tokens=False))
+    assert meta["react_prompt"]["max_new_tokens"] > written > 8
+    positions = json.loads((tmp_path / "ar" / "checkpoint" / "config.json").read_text())["max_position_embeddings"]
+    assert positions >= 128 + meta["react_prompt"]["max_new_tokens"]  # the backends cut prompts to these
 
 
 def test_bad_rows_and_lora_without_a_base_are_clear_errors(tmp_path):
