@@ -34,8 +34,8 @@ args = parser.parse_args()
 
 seeds = list(range(args.episodes))
 agents = {args.rung: LMAgent(model=args.rung, backend="llamacpp", batch_size=args.episodes,
-                                 backend_kwargs={"threads": args.threads, "max_sequences": args.episodes,
-                                                 "max_context": 1024}),
+                             backend_kwargs={"threads": args.threads, "max_sequences": args.episodes,
+                                             "max_context": 1024}),
           "random": make_agent("random")}
 won = {}
 for name, agent in agents.items():
