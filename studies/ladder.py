@@ -10,6 +10,8 @@ the first ``--episodes`` (50) tasks of every panel of the family's spec
     python studies/ladder.py --family alfworld --rung smollm2-fewshot  # SmolLM2-135M-Instruct, 2 demonstrations
     python studies/ladder.py --family alfworld --rung smollm2-sft      # teacher episodes -> LoRA SFT -> zoo -> play
     python studies/ladder.py --family hotpotqa --rung smollm2-rl       # the SFT model -> GRPO -> zoo -> play
+    python studies/ladder.py --family webshop --rung tiny-sft          # the family's best tiny SFT model (zoo)
+    python studies/ladder.py --family webshop --rung tiny-rl           # that model after studies/rl.py (zoo)
     python studies/ladder.py --family alfworld --summary               # the table, docs/ladder.md
     python studies/ladder.py --family alfworld --summary --docs        # and docs/results/ladder/summary.json
 
@@ -58,7 +60,7 @@ from lmgym.models import zoo
 from lmgym.stats import mcnemar_exact
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNGS = ("teacher", "random", "smollm2-fewshot", "smollm2-sft", "smollm2-rl")
+RUNGS = ("teacher", "random", "tiny-sft", "tiny-rl", "smollm2-fewshot", "smollm2-sft", "smollm2-rl")
 #: Rungs whose model is trained here, by the `lmgym.agents.lm.FAMILY_MODELS` alias they install.
 TRAINED = {"smollm2-sft": "ladder/{family}-smollm2-sft", "smollm2-rl": "ladder/{family}-smollm2-rl"}
 
@@ -291,13 +293,26 @@ def finished_prefix(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- the table -------------------------------------------------------------------------------------
-def cost_of(family: str, rung: str) -> dict[str, Any] | None:
-    """A trained rung's training cost, from its installed meta (None: nothing trained)."""
-    if rung not in TRAINED or not zoo.is_installed(TRAINED[rung].format(family=family)):
-        return None
+def cost_of(family: str, rung: str, spec: BenchmarkSpec) -> dict[str, Any] | None:
+    """A trained rung's training cost, from the installed meta of the model its agent plays (None:
+    nothing trained). The ladder's own rungs record their whole run (`training_cost`); a tiny
+    model's meta holds its last training run only (the stages before it: the meta's ``recipe``,
+    docs/results/lm-agents.md), so its cost is marked ``last_stage``."""
+    from lmgym.agents.lm import FAMILY_MODELS, installed_family_model
     from lmgym.models.checkpoints import read_meta
 
-    return read_meta(TRAINED[rung].format(family=family)).get("ladder", {}).get("cost")
+    model = spec.agents[0].kwargs.get("model")
+    if rung not in TRAINED and not rung.startswith("tiny-"):
+        return None
+    try:
+        meta = read_meta(installed_family_model(model, family) if model in FAMILY_MODELS else zoo.path(model))
+    except zoo.ModelNotInstalled:
+        return None
+    if "ladder" in meta:
+        return meta["ladder"]["cost"]
+    totals = meta.get("totals", {})
+    return {"steps": meta["step"], "env_steps": totals.get("time/env_steps"), "train_tokens": totals.get("train/tokens"),
+            "wall_seconds": meta.get("train_seconds"), "last_stage": True}
 
 
 def summarize(family: str, out: Path) -> dict[str, Any]:
@@ -311,7 +326,7 @@ def summarize(family: str, out: Path) -> dict[str, Any]:
             spec = BenchmarkSpec.from_dict(json.loads(folder.read_text(encoding="utf-8")))
             rows = finished_prefix(read_rows(folder.parent))
             for cell in bench_summary(spec, rows)["cells"]:
-                cells.append({**cell, "rung": rung, "command": command(family, rung), "training": cost_of(family, rung)})
+                cells.append({**cell, "rung": rung, "command": command(family, rung), "training": cost_of(family, rung, spec)})
             won.update({(rung, row["env"], row["episode"]): bool(row["won"]) for row in rows})
     pairs = []
     for env in dict.fromkeys(c["env"] for c in cells):
@@ -338,9 +353,13 @@ def cell_row(c: dict[str, Any]) -> list[str]:
     """One rung on one panel, as the tables print it."""
     low, high = c["success_ci95"]
     n = c["episodes"] if c["episodes"] == c["expected_episodes"] else f"{c['episodes']} of {c['expected_episodes']}"
-    cost = c["training"]
-    trained = (f"{cost['steps']} steps, " + (f"{cost['env_steps']:,} env steps, " if "env_steps" in cost else "")
-               + f"{cost['train_tokens'] / 1000:.0f}k tokens, {cost['wall_seconds'] / 60:.0f} min" if cost else "none")
+    cost = c["training"] or {}
+    parts = {"steps": "{:,} steps", "env_steps": "{:,.0f} env steps", "train_tokens": "{:,.0f}k tokens",
+             "wall_seconds": "{:,.0f} min"}
+    scale = {"train_tokens": 1000, "wall_seconds": 60}
+    trained = ", ".join(form.format(cost[key] / scale.get(key, 1)) if key in scale else form.format(cost[key])
+                        for key, form in parts.items() if cost.get(key) is not None) or "none"
+    trained += " (last stage)" * bool(cost.get("last_stage"))
     graded = c["mean_f1"] if c["mean_f1"] is not None else c["mean_score"]  # HotPotQA's F1, WebShop's reward
     return [c["env"], c["rung"], f"{c['success_rate']:.2f} [{low:.2f}, {high:.2f}]", str(n), _num(graded, 2),
             _num(c["mean_steps"], 1), _num(c["tokens_per_episode"] or None), _num(c["seconds_per_episode"], 2),

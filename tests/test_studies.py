@@ -400,6 +400,20 @@ def test_ladder(load_study, tmp_path, family, twin, teacher_wins):
     assert (tmp_path / family / "summary.md").is_file()
 
 
+def test_ladder_tiny_rung_plays_the_installed_model_and_reads_its_cost(load_study, tmp_path):
+    """`tiny-sft` plays the family's installed 0.9M model; its training column is that model's
+    last run as its meta records it, marked as such."""
+    from lmgym.models.checkpoints import read_meta
+
+    study = load_study("ladder")
+    [cell] = study.run(quick=True, family="hotpotqa", rungs=("tiny-sft",), out=tmp_path)["cells"]
+    assert cell["rung"] == "tiny-sft" and cell["episodes"] == 2 and cell["tokens_per_episode"] > 0
+    steps = read_meta("react/hotpotqa-preact-ar")["step"]
+    assert cell["training"] == {"steps": steps, "env_steps": None, "train_tokens": None, "wall_seconds": None,
+                                "last_stage": True}
+    assert study.cell_row(cell)[-1] == f"{steps:,} steps (last stage)"
+
+
 def test_ladder_rl_rung_is_refused_in_one_line_where_the_family_has_no_rl_stages(load_study, tmp_path):
     """ALFWorld's SFT rung wins no train episode, so it lists no RL stages: nothing is trained."""
     from lmgym.errors import InputError
