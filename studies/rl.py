@@ -260,7 +260,7 @@ def family_tables(f: dict) -> dict[str, Any]:
                           f"p = {r['vs_start']['p']:.3f}", _limits(t)])
         for c in r["curve"]:
             curve_rows.append([f["env_id"], r["estimator"], str(c["iterations"]), f"{c['env_steps']:,.0f}",
-                               f"{c['train_seconds']:.0f}",
+                               f"{c['train_seconds']:,.0f}",
                                f"{c['dev_success']:.2f} [{c['dev_ci95'][0]:.2f}, {c['dev_ci95'][1]:.2f}]"])
     for label, r in ((k, f["real"][k]) for k in ("start", "best") if k in f.get("real", {})):
         model = f["start_model"] if label == "start" else f"{f['best']}: {Path(r['model']).parent.name}"
