@@ -55,11 +55,11 @@ def test_records_render_with_templates_and_a_dash_for_what_a_record_lacks(tmp_pa
 
 def test_the_distillation_run_renders_from_its_own_summary():
     """The WebShop 1k run's rows come from the run's summary.json, not from a copy of its table."""
-    spec = results_docs.load_summaries(RESULTS)["distill"]["tables"]["webshop-1k-students"]
+    spec = results_docs.load_summaries(RESULTS)["distill"]["tables"]["webshop-1k-dev-students"]
     cells = json.loads((RESULTS / "distill" / spec["records"]).read_text())["cells"]
     rows = results_docs.render_table(spec, RESULTS / "distill").splitlines()[2:]
-    assert len(rows) == len(cells) == 22
-    assert rows[0].startswith("| lmgym/WebShop-Gen-v0 | teacher | teacher | 918,656 | 50 | 0.30 [0.19, 0.44] |")
+    assert len(rows) == len(cells) == 27  # teacher + 8 students on each of 3 envs
+    assert rows[0].startswith("| lmgym/WebShop-Gen-v0 | teacher | teacher | 918,656 | 50 | 0.06 [0.02, 0.16] |")
 
 
 def copy_results(tmp_path: Path) -> Path:
