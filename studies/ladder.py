@@ -293,21 +293,22 @@ def finished_prefix(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 # -- the table -------------------------------------------------------------------------------------
-def cost_of(family: str, rung: str, spec: BenchmarkSpec) -> dict[str, Any] | None:
-    """A trained rung's training cost, from the installed meta of the model its agent plays (None:
-    nothing trained). The ladder's own rungs record their whole run (`training_cost`); a tiny
-    model's meta holds its last training run only (the stages before it: the meta's ``recipe``,
-    docs/results/lm-agents.md), so its cost is marked ``last_stage``."""
+def cost_of(family: str, spec: BenchmarkSpec) -> dict[str, Any] | None:
+    """The training cost of the checkpoint `spec`'s agent plays, from its installed meta (None: the
+    agent plays no checkpoint, or it is not installed). The ladder's own rungs record their whole
+    run (`training_cost`); another model's meta holds its last training run only (the stages
+    before it: the meta's ``recipe``, docs/results/lm-agents.md), so its cost is marked ``last_stage``."""
     from lmgym.agents.lm import FAMILY_MODELS, installed_family_model
     from lmgym.models.checkpoints import read_meta
 
     model = spec.agents[0].kwargs.get("model")
-    if rung not in TRAINED and not rung.startswith("tiny-"):
-        return None
     try:
-        meta = read_meta(installed_family_model(model, family) if model in FAMILY_MODELS else zoo.path(model))
+        model = installed_family_model(model, family) if model in FAMILY_MODELS else model
     except zoo.ModelNotInstalled:
         return None
+    if model is None or not (Path(model).is_dir() or zoo.is_installed(str(model))):
+        return None  # no model (teacher, random), or one that is not a checkpoint (the packaged SmolLM2)
+    meta = read_meta(model)
     if "ladder" in meta:
         return meta["ladder"]["cost"]
     totals = meta.get("totals", {})
@@ -326,7 +327,7 @@ def summarize(family: str, out: Path) -> dict[str, Any]:
             spec = BenchmarkSpec.from_dict(json.loads(folder.read_text(encoding="utf-8")))
             rows = finished_prefix(read_rows(folder.parent))
             for cell in bench_summary(spec, rows)["cells"]:
-                cells.append({**cell, "rung": rung, "command": command(family, rung), "training": cost_of(family, rung, spec)})
+                cells.append({**cell, "rung": rung, "command": command(family, rung), "training": cost_of(family, spec)})
             won.update({(rung, row["env"], row["episode"]): bool(row["won"]) for row in rows})
     pairs = []
     for env in dict.fromkeys(c["env"] for c in cells):
@@ -354,11 +355,9 @@ def cell_row(c: dict[str, Any]) -> list[str]:
     low, high = c["success_ci95"]
     n = c["episodes"] if c["episodes"] == c["expected_episodes"] else f"{c['episodes']} of {c['expected_episodes']}"
     cost = c["training"] or {}
-    parts = {"steps": "{:,} steps", "env_steps": "{:,.0f} env steps", "train_tokens": "{:,.0f}k tokens",
-             "wall_seconds": "{:,.0f} min"}
-    scale = {"train_tokens": 1000, "wall_seconds": 60}
-    trained = ", ".join(form.format(cost[key] / scale.get(key, 1)) if key in scale else form.format(cost[key])
-                        for key, form in parts.items() if cost.get(key) is not None) or "none"
+    units = (("steps", 1, "{:,.0f} steps"), ("env_steps", 1, "{:,.0f} env steps"),
+             ("train_tokens", 1000, "{:,.0f}k tokens"), ("wall_seconds", 60, "{:,.0f} min"))
+    trained = ", ".join(form.format(cost[key] / per) for key, per, form in units if cost.get(key) is not None) or "none"
     trained += " (last stage)" * bool(cost.get("last_stage"))
     graded = c["mean_f1"] if c["mean_f1"] is not None else c["mean_score"]  # HotPotQA's F1, WebShop's reward
     return [c["env"], c["rung"], f"{c['success_rate']:.2f} [{low:.2f}, {high:.2f}]", str(n), _num(graded, 2),
