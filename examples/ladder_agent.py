@@ -7,7 +7,8 @@ the adapter into SmolLM2-135M-Instruct once (a cached f16 GGUF). Both agents pla
 ``--episodes`` tasks of HotPotQA-Gen's test split (the panel `hotpotqa-gen-test-200`, which the
 adapter never trained on), greedy, in one lockstep batch; then the success rates with Wilson
 intervals and the paired counts (docs/results/ladder.md has the whole panel: 0.91 [0.86, 0.94]).
-``--rung smollm2-rl`` plays that adapter after GRPO instead (0.84 [0.71, 0.92] on the first 50).
+``--rung smollm2-rl`` plays that adapter after GRPO instead (0.84 [0.71, 0.92] on the first 50);
+``--rung tiny-rl`` the ladder's 0.9M rung after RL, in PyTorch (0.76 [0.63, 0.86] on the first 50, seconds).
 
 Smoke test: --episodes 4
 """
@@ -28,14 +29,15 @@ ENV = "lmgym/HotPotQA-Gen-v0"
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--episodes", type=int, default=20, help="the first N test tasks (seeds 0..N-1)")
 parser.add_argument("--threads", type=int, default=1, help="llama.cpp threads")
-parser.add_argument("--rung", choices=("smollm2-sft", "smollm2-rl"), default="smollm2-sft",
-                    help="the ladder model: after SFT, or after SFT then GRPO")
+parser.add_argument("--rung", choices=("smollm2-sft", "smollm2-rl", "tiny-rl"), default="smollm2-sft",
+                    help="the ladder model: SmolLM2 after SFT, or after SFT then GRPO; the 0.9M model after RL")
 args = parser.parse_args()
 
 seeds = list(range(args.episodes))
-agents = {args.rung: LMAgent(model=args.rung, backend="llamacpp", batch_size=args.episodes,
-                             backend_kwargs={"threads": args.threads, "max_sequences": args.episodes,
-                                             "max_context": 1024}),
+on_llamacpp = args.rung.startswith("smollm2")  # a LoRA adapter plays merged on llama.cpp; the tiny model in PyTorch
+backend_kwargs = {"threads": args.threads, **({"max_sequences": args.episodes, "max_context": 1024} if on_llamacpp else {})}
+agents = {args.rung: LMAgent(model=args.rung, backend="llamacpp" if on_llamacpp else None, batch_size=args.episodes,
+                             backend_kwargs=backend_kwargs),
           "random": make_agent("random")}
 won = {}
 for name, agent in agents.items():
