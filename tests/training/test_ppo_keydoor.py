@@ -29,8 +29,10 @@ def test_maskable_ppo_learns_keydoor(trained):
     out, result = trained
     # Measured at 8k steps on eval seeds 10000..10049, the agents' streams independent of the
     # env's (agent_seed): ppo 0.86 (this fixture: seed 0, the env's 9 slots), 0.94 (seed 1),
-    # 0.94 / 0.90 with 16 slots (seeds 0 / 1); random 0.20 in all four.
-    assert result["success"]["ppo"] >= 0.8
+    # 0.94 / 0.90 with 16 slots (seeds 0 / 1); random 0.20 in all four. The same seed trains
+    # differently on another CPU (torch's kernels round differently): 0.78 on a Xeon with AMX
+    # (2026-12-07), so the bound is below the Wilson interval of 43/50 ([0.74, 0.93]), not at 0.8.
+    assert result["success"]["ppo"] >= 0.7
     assert result["success"]["ppo"] >= result["success"]["random"] + 0.5
 
 
