@@ -226,7 +226,7 @@ def measure(budget: Budget, quick: bool, threads: int, scratch: Path) -> dict[st
 
     from lmgym.models import zoo
     from lmgym.models.backends.hf import HFBackend
-    from lmgym.models.backends.llamacpp import LlamaCppBackend, convert_gguf, gguf_path, patch_llama_class
+    from lmgym.models.backends.llamacpp import LlamaCppBackend, convert_gguf, gguf_path
 
     started = time.perf_counter()
 
@@ -242,7 +242,6 @@ def measure(budget: Budget, quick: bool, threads: int, scratch: Path) -> dict[st
     progress("turns")
     smol = LlamaCppBackend("smollm2", threads=threads)
     smol_hf = HFBackend("smollm2", threads=threads)
-    patch_llama_class()  # the raw call loads the model as the backend does
     raw = Llama(model_path=str(gguf_path("smollm2")), n_ctx=smol.max_context, n_threads=threads,
                 n_threads_batch=threads, verbose=False)
     agent = {"few_shot": budget.few_shot, "max_new_tokens": budget.max_new_tokens, "instructions": budget.instructions}

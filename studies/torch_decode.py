@@ -122,9 +122,9 @@ def llama_cpp_variant(gguf: Path, ids: list[int]) -> tuple[Callable[[int], Calla
     import llama_cpp
     import numpy as np
 
-    from lmgym.models.backends.llamacpp import patch_llama_class
+    from lmgym.models.backends.llamacpp import avoid_amx_buffers
 
-    patch_llama_class()  # as the backend loads models (AMX CPUs)
+    avoid_amx_buffers()  # as the backend loads models
     llm = llama_cpp.Llama(model_path=str(gguf), n_ctx=512, n_batch=512, n_threads=1, verbose=False)
 
     def prepare(tokens: int) -> Callable[[], Any]:

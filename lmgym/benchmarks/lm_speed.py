@@ -244,7 +244,7 @@ def lm_ratios(scratch: Path, threads: int = 1, quiet: bool = False, budget: dict
 
     from lmgym.models import zoo
     from lmgym.models.backends.hf import HFBackend
-    from lmgym.models.backends.llamacpp import LlamaCppBackend, gguf_path, patch_llama_class
+    from lmgym.models.backends.llamacpp import LlamaCppBackend, gguf_path
 
     def progress(section: str) -> None:
         if not quiet:
@@ -253,7 +253,6 @@ def lm_ratios(scratch: Path, threads: int = 1, quiet: bool = False, budget: dict
     b = budget
     progress("turns: the agent against llama-cpp-python's raw call")
     smol = LlamaCppBackend("smollm2", threads=threads)
-    patch_llama_class()  # the raw call loads the model as the backend does
     raw = Llama(model_path=str(gguf_path("smollm2")), n_ctx=smol.max_context, n_threads=threads,
                 n_threads_batch=threads, verbose=False)
     try:

@@ -38,9 +38,9 @@ NEW_TOKENS = 48
 
 
 def llama(path, **kwargs):
-    from lmgym.models.backends.llamacpp import patch_llama_class
+    from lmgym.models.backends.llamacpp import avoid_amx_buffers
 
-    patch_llama_class()  # as the backend loads models (AMX CPUs)
+    avoid_amx_buffers()  # as the backend loads models
     return llama_cpp.Llama(model_path=str(path), n_ctx=512, n_batch=512, n_threads=1, verbose=False, **kwargs)
 
 

@@ -170,7 +170,7 @@ def test_token_ids_detokenise_to_the_text_and_log_probs_match_llama_cpp_scoring(
     import numpy as np
     from llama_cpp import Llama
 
-    from lmgym.models.backends.llamacpp import gguf_path, patch_llama_class
+    from lmgym.models.backends.llamacpp import gguf_path
 
     params = SamplingParams(max_new_tokens=12, logprobs=True, stop=("\n\n",))
     prompts = [question(2), "The capital of France is", question(9)]
@@ -178,7 +178,6 @@ def test_token_ids_detokenise_to_the_text_and_log_probs_match_llama_cpp_scoring(
     sampled = smol.complete(prompts, SamplingParams(max_new_tokens=12, temperature=1.0, logprobs=True), seeds=[1, 2, 3])
     batched = smol.complete(prompts, params, sessions=["x", None, "z"])
     smol.end_session("x"), smol.end_session("z")
-    patch_llama_class()  # the reference loads the model as the backend does
     reference = Llama(str(gguf_path("smollm2")), n_ctx=512, n_threads=1, logits_all=True, verbose=False)
     try:
         for prompt, completion in zip(prompts[:1] + prompts + prompts, alone + sampled + batched):

