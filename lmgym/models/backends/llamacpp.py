@@ -132,7 +132,7 @@ def avoid_amx_buffers() -> None:
     (SmolLM2-135M Q4_1 on a Xeon with AMX_INT8, 2026-12-07: ``make bench`` and
     tests/models/test_llamacpp_backend.py; ggml-org/llama.cpp#20824). Elsewhere nothing changes:
     the repacked buffers are llama.cpp's fast path. Idempotent; every `LlamaCppBackend` calls it,
-    so a `Llama` built after one loads as the backend does."""
+    so a `llama_cpp.Llama` built after one loads as the backend does."""
     from llama_cpp import llama_cpp
 
     defaults = llama_cpp.llama_model_default_params
