@@ -1,6 +1,6 @@
 """Structured Agent Distillation against token-level KD, SeqKD and reverse KL: one family end to end.
 
-1. The teacher (an AR ReAct checkpoint trained here) plays seeds ``1_000_000 + k`` of ``--env``'s
+1. The teacher (an AR ReAct checkpoint or LoRA adapter trained here) plays seeds ``1_000_000 + k`` of ``--env``'s
    train split as an `lm` agent (greedy); its rollouts, all of them, are the distillation data
    (`record_rollouts`, resumable).
 2. Students at each ``--size`` (``name:hidden:layers``) learn from them by every ``--method``
@@ -130,11 +130,11 @@ def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], bat
             "action_match": act_hits / n if n else None}
 
 
-def teacher_turns(teacher, tokenizer, meta: dict, teacher_episodes: list[Episode]) -> tuple[list, list[torch.Tensor]]:
-    """The teacher's held-out turns of an env and its distributions on them: computed once per
-    env, shared by every student's `teacher_forced_fit`."""
+def teacher_turns(teacher, tokenizer, meta: dict, teacher_episodes: list[Episode], bf16: bool = False) -> tuple[list, list[torch.Tensor]]:
+    """The teacher's held-out turns of an env and its distributions on them (at the students'
+    teacher precision): computed once per env, shared by every student's `teacher_forced_fit`."""
     turns, _ = encode_turns(tokenizer, teacher_episodes, PromptProfile.from_meta(meta["react_prompt"]), meta["max_answer_tokens"])
-    return turns, teacher_log_probs(teacher, turns, tokenizer.pad_token_id)
+    return turns, teacher_log_probs(teacher, turns, tokenizer.pad_token_id, bf16=bf16)
 
 
 @torch.no_grad()
@@ -402,7 +402,10 @@ def run(quick: bool = False) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="lmgym/HotPotQA-Gen-v0", help="env the teacher plays for data and everyone is evaluated on")
-    parser.add_argument("--teacher", default="react/hotpotqa-preact-ar", help="teacher checkpoint folder")
+    parser.add_argument("--teacher", default="react/hotpotqa-preact-ar",
+                        help="teacher checkpoint folder or zoo name (e.g. the ladder's ladder/hotpotqa-smollm2-sft)")
+    parser.add_argument("--teacher-bf16", action="store_true",
+                        help="the teacher's forward passes under bfloat16 autocast (DistillConfig.teacher_bf16)")
     parser.add_argument("--out", default="runs/distill/hotpotqa")
     parser.add_argument("--teacher-episodes", type=int, default=600, help="teacher episodes on training seeds (the data)")
     parser.add_argument("--size", action="append", default=None, help="student size name:hidden:layers (repeat; default small:40:2, tiny:16:2)")
@@ -450,6 +453,7 @@ def main() -> None:
     runs = students(args)
     configs = [DistillConfig(teacher=args.teacher, data=(str(rollouts),), out=str(out / "students" / name), steps=args.steps,
                              batch_size=args.batch_size, lr=args.lr, seed=args.seed, teacher_cache=str(out / "teacher_cache"),
+                             teacher_bf16=args.teacher_bf16,
                              quiet=True, **fields)
                for name, _, fields in runs]
     unfinished = [cfg for cfg in configs if trained_steps(Path(cfg.out) / "checkpoint") < cfg.steps]
@@ -495,7 +499,7 @@ def main() -> None:
         here = {a.name: sorted((r for r in rows if r["env"] == env.name and r["agent"] == a.name), key=lambda r: r["episode"])
                 for a in evaluated[index]}
         teacher_episodes = [Episode.from_dict(transcripts[r["key"]]) for r in here["teacher"]]
-        heldout = teacher_turns(*teacher, teacher_episodes)  # the students share the teacher's tokenizer
+        heldout = teacher_turns(*teacher, teacher_episodes, bf16=args.teacher_bf16)  # the students share the teacher's tokenizer
         for name, group in here.items():
             model, tokenizer, meta = load_checkpoint(folders[name], dtype=torch.float32)
             wins = sum(bool(r["won"]) for r in group)

@@ -12,6 +12,9 @@ token distributions at the completion positions are computed once, before the lo
 memory (`teacher_log_probs`: V floats per completion token); with ``--teacher-cache`` they are
 also written to a folder that later students of the same teacher and data read instead
 (`cached_teacher_log_probs`). rkl's teacher scores the student's fresh samples on each batch.
+The teacher may be a LoRA adapter on a pretrained model (the ladder's SmolLM2 rungs): the
+student then takes its tokenizer, 49,152 tokens for SmolLM2, and ``--teacher-bf16`` runs the
+teacher's forward passes under bfloat16 autocast.
 
 Methods (``--method``):
 
@@ -77,7 +80,7 @@ class DistillConfig(LoopConfig):
     steps: int = 600
     lr: float = 3e-3
     teacher: str = ""
-    """the teacher's checkpoint folder (an AR model trained here: its tokenizer and prompt are the student's)"""
+    """the teacher's checkpoint folder or zoo name (an AR model or LoRA adapter trained here: its tokenizer and prompt are the student's)"""
     data: tuple[str, ...] = ()
     """JSONL rollout files the teacher played (Episode rows): the distillation data"""
     method: Literal["seqkd", "kd", "rkl", "sad"] = "sad"
@@ -104,6 +107,8 @@ class DistillConfig(LoopConfig):
     """kd, sad: folder holding the teacher's distributions over this data; read when it was written for the same teacher weights and turns, else computed and written (students of one data set share it)"""
     batch_size: int = 16
     """turns per step"""
+    teacher_bf16: bool = False
+    """the frozen teacher's forward passes (its cached distributions, rkl's scoring) under bfloat16 autocast: faster for a SmolLM2 teacher on CPUs with bf16 units (AMX), its distributions rounded to bf16"""
     device: str | None = None
     """cpu or cuda (default: cuda when present)"""
 
@@ -247,8 +252,13 @@ def completion_window(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]
             "targets": batch["input_ids"][:, -width:]}
 
 
+def teacher_precision(teacher, bf16: bool) -> torch.autocast:
+    """The context of the teacher's forward passes: bfloat16 autocast when `bf16` (``--teacher-bf16``)."""
+    return torch.autocast(teacher.device.type, dtype=torch.bfloat16, enabled=bf16)
+
+
 @torch.no_grad()
-def teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, batch_size: int = 32) -> list[torch.Tensor]:
+def teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, batch_size: int = 32, bf16: bool = False) -> list[torch.Tensor]:
     """The frozen teacher's next-token log-distribution at each turn's completion positions,
     one (len(answer), V) tensor per turn. The data are fixed, so kd and sad compute it once
     instead of a teacher forward pass per step (rkl cannot: it scores the student's samples)."""
@@ -256,16 +266,17 @@ def teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, batch_size: 
     for begin in range(0, len(turns), batch_size):
         batch = collate_turns([(t.context, t.answer, t.roles) for t in turns[begin:begin + batch_size]], pad_id)
         batch = completion_window({k: v.to(teacher.device) for k, v in batch.items()})
-        logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"],
-                         logits_to_keep=batch["answer"].shape[1] + 1).logits[:, :-1].float()
+        with teacher_precision(teacher, bf16):
+            logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"],
+                             logits_to_keep=batch["answer"].shape[1] + 1).logits[:, :-1].float()
         log_probs = torch.log_softmax(logits, dim=-1)
         values += [row[mask].cpu() for row, mask in zip(log_probs, batch["answer"])]
     return values
 
 
-def fingerprint(teacher, turns: list[TokenTurn]) -> str:
-    """sha256 of the teacher's weights and the turns' tokens: what the cached distributions depend on."""
-    digest = hashlib.sha256()
+def fingerprint(teacher, turns: list[TokenTurn], bf16: bool = False) -> str:
+    """sha256 of the teacher's weights, its precision and the turns' tokens: what the cached distributions depend on."""
+    digest = hashlib.sha256(b"bf16" if bf16 else b"")
     for name, tensor in sorted(teacher.state_dict().items()):
         digest.update(name.encode())
         digest.update(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
@@ -273,18 +284,19 @@ def fingerprint(teacher, turns: list[TokenTurn]) -> str:
     return digest.hexdigest()
 
 
-def cached_teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, folder: str | Path | None) -> list[torch.Tensor]:
-    """`teacher_log_probs`, read from `folder` when it holds them for this teacher and these turns
-    (same fingerprint), else computed and written there atomically; no folder: computed."""
+def cached_teacher_log_probs(teacher, turns: list[TokenTurn], pad_id: int, folder: str | Path | None,
+                             bf16: bool = False) -> list[torch.Tensor]:
+    """`teacher_log_probs`, read from `folder` when it holds them for this teacher, precision and
+    turns (same fingerprint), else computed and written there atomically; no folder: computed."""
     if folder is None:
-        return teacher_log_probs(teacher, turns, pad_id)
-    path, key = Path(folder) / "log_probs.safetensors", fingerprint(teacher, turns)
+        return teacher_log_probs(teacher, turns, pad_id, bf16=bf16)
+    path, key = Path(folder) / "log_probs.safetensors", fingerprint(teacher, turns, bf16)
     if path.exists():
         with safetensors.safe_open(str(path), framework="pt") as saved:
             if saved.metadata().get("fingerprint") == key:
                 lengths = saved.get_tensor("lengths").tolist()
                 return list(torch.split(saved.get_tensor("log_probs"), lengths))
-    values = teacher_log_probs(teacher, turns, pad_id)
+    values = teacher_log_probs(teacher, turns, pad_id, bf16=bf16)
     with atomic_folder(folder) as tmp:
         safetensors.torch.save_file({"log_probs": torch.cat(values), "lengths": torch.tensor([len(v) for v in values])},
                                     str(tmp / path.name), metadata={"fingerprint": key})
@@ -333,8 +345,8 @@ def student_size(cfg: DistillConfig, max_positions: int) -> TinyConfig:
 
 
 def check(cfg: DistillConfig) -> None:
-    if not cfg.teacher or not (zoo.resolve(cfg.teacher) / "config.json").is_file():
-        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder or zoo name (config.json missing)")
+    if not cfg.teacher or not any((zoo.resolve(cfg.teacher) / name).is_file() for name in ("config.json", "adapter_config.json")):
+        raise InputError(f"--teacher {cfg.teacher!r} is not a model folder, LoRA adapter folder or zoo name")
     if not cfg.data:
         raise InputError("no --data rollout files given")
     for path in cfg.data:
@@ -379,7 +391,7 @@ def write_teacher_cache(cfg: DistillConfig) -> None:
     """Fill `cfg.teacher_cache` once, before students that share it train in parallel."""
     torch.set_num_threads(cfg.threads)
     data = load_teacher(cfg)
-    cached_teacher_log_probs(data.model, data.turns, data.tokenizer.pad_token_id, cfg.teacher_cache)
+    cached_teacher_log_probs(data.model, data.turns, data.tokenizer.pad_token_id, cfg.teacher_cache, cfg.teacher_bf16)
 
 
 def train(cfg: DistillConfig) -> dict[str, float]:
@@ -399,7 +411,8 @@ def train(cfg: DistillConfig) -> dict[str, float]:
 
     # --- the teacher's distributions on the fixed data, and the curriculum (easy to hard) ---
     use_curriculum = cfg.method == "sad" and cfg.curriculum
-    cached = cached_teacher_log_probs(teacher, turns, pad_id, cfg.teacher_cache) if cfg.method in ("kd", "sad") else []
+    cached = (cached_teacher_log_probs(teacher, turns, pad_id, cfg.teacher_cache, cfg.teacher_bf16)
+              if cfg.method in ("kd", "sad") else [])
     order = list(range(len(turns)))
     if use_curriculum:
         scores = difficulty_scores([t.trajectory_steps for t in turns], [mean_entropy(c) for c in cached])
@@ -429,7 +442,7 @@ def train(cfg: DistillConfig) -> dict[str, float]:
         keep = batch["answer"].shape[1] + 1
         logits = student(batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits[:, :-1]  # (B, K, V)
         if cfg.method == "rkl":
-            with torch.no_grad():
+            with torch.no_grad(), teacher_precision(teacher, cfg.teacher_bf16):
                 teacher_logits = teacher(batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=keep).logits[:, :-1]
         elif cfg.method != "seqkd":
             teacher_logits = at_completion([cached[i] for i in picked], batch["answer"])

@@ -189,6 +189,11 @@ def test_the_teacher_cache_folder_is_reused_only_for_the_same_teacher_and_turns(
     changed = distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder)
     assert not torch.allclose(changed[0], read[1])
     assert torch.equal(distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder)[0], changed[0])
+    # the same teacher under bf16 autocast (--teacher-bf16): another cache, close to float32's
+    rounded = distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder, bf16=True)
+    assert not torch.equal(rounded[0], changed[0])
+    assert torch.allclose(rounded[0].exp(), changed[0].exp(), atol=0.05)
+    assert torch.equal(distill.cached_teacher_log_probs(teacher, turns[1:4], pad, folder, bf16=True)[0], rounded[0])
 
 
 def test_a_student_trained_from_the_cache_folder_equals_one_trained_without(teacher_hotpotqa_file, tmp_path):
@@ -248,6 +253,18 @@ def test_every_baseline_learns_on_a_tiny_budget(method, divergence, teacher_hotp
         return getattr(distill, divergence)(*logits, scored["answer"]).item()
 
     assert divergence_of(trained) < 0.7 * divergence_of(fresh)
+
+
+def test_a_lora_teacher_on_smollm2_gives_students_its_tokenizer_and_they_learn(teacher_hotpotqa_file, tmp_path):
+    # the ladder's SmolLM2 SFT adapter as teacher (issue 40's distillation study): the student
+    # shares SmolLM2's vocabulary, so the forward KL is taken over the same 49,152 tokens
+    teacher = zoo.path("ladder/hotpotqa-smollm2-sft")
+    distill.train(config(teacher_hotpotqa_file, tmp_path / "kd", teacher=str(teacher), method="kd", steps=25, hidden_size=32, lr=1e-2))
+    student, tokenizer, meta = load_checkpoint(tmp_path / "kd" / "checkpoint")
+    assert student.config.vocab_size == len(load_checkpoint(teacher)[1]) == len(tokenizer) == 49_152
+    assert meta["teacher_parameters"] > 50 * meta["parameters"]
+    losses = losses_of(tmp_path / "kd")
+    assert sum(losses[-3:]) < 0.7 * sum(losses[:3])
 
 
 def test_same_seed_same_parameters_and_an_interrupted_run_resumes_exactly(teacher_hotpotqa_file, tmp_path, interrupt_training):
