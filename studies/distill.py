@@ -106,7 +106,7 @@ def normalized(text: str) -> str:
 
 
 @torch.no_grad()
-def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], batch_size: int = 16) -> dict:
+def cot_match(model, tokenizer, meta: dict, teacher_episodes: list[Episode], batch_size: int = 64) -> dict:
     """Reasoning and action agreement of a loaded checkpoint with the teacher's own turns,
     given the teacher's exact prompts (see the module docstring)."""
     prompt = meta["react_prompt"]
