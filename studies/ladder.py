@@ -198,7 +198,7 @@ def install_rung(family: str, rung: str, checkpoint: Path, *, run: Path, data: s
     ``ladder`` entry holds the training cost up to that checkpoint and `extra`; no optimiser state."""
     import safetensors.torch
 
-    from lmgym.models.checkpoints import META_FILE, OPTIMIZER_FILE, portable_meta, read_meta
+    from lmgym.models.checkpoints import ADAPTER_CONFIG_FILE, META_FILE, OPTIMIZER_FILE, portable_meta, read_meta
 
     meta = portable_meta(read_meta(checkpoint))
     meta["ladder"] = {"family": family, "rung": rung, "cost": training_cost(run, meta["step"]), **extra}
@@ -206,10 +206,10 @@ def install_rung(family: str, rung: str, checkpoint: Path, *, run: Path, data: s
 
     def write(folder: Path) -> None:
         for file in checkpoint.iterdir():
-            if file.name not in (adapter, META_FILE, OPTIMIZER_FILE, "README.md", "adapter_config.json"):
+            if file.name not in (adapter, META_FILE, OPTIMIZER_FILE, "README.md", ADAPTER_CONFIG_FILE):
                 shutil.copy2(file, folder / file.name)
-        peft_config = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))
-        atomic_write_json(folder / "adapter_config.json", {**peft_config, "base_model_name_or_path": "smollm2"})
+        peft_config = json.loads((checkpoint / ADAPTER_CONFIG_FILE).read_text(encoding="utf-8"))
+        atomic_write_json(folder / ADAPTER_CONFIG_FILE, {**peft_config, "base_model_name_or_path": "smollm2"})
         weights = safetensors.torch.load_file(str(checkpoint / adapter))
         safetensors.torch.save_file({k: v.half() for k, v in weights.items()}, str(folder / adapter))
         atomic_write_json(folder / META_FILE, meta)

@@ -264,7 +264,9 @@ class LMAgent(Agent):
             kwargs = dict(self.backend_kwargs)
             if not isinstance(self.backend_choice, TextBackend):
                 # a LoRA adapter plays on llama.cpp, merged into its base; other backends load the folder itself
-                lora = self.backend_choice in (None, "llamacpp") and (Path(folder) / "adapter_config.json").is_file()
+                from lmgym.models.checkpoints import is_lora_checkpoint  # torch: imported when a model loads
+
+                lora = self.backend_choice in (None, "llamacpp") and is_lora_checkpoint(folder)
                 kwargs["model"] = str(merged_gguf(Path(folder))) if lora else folder
                 if self.base_url:
                     kwargs["base_url"] = self.base_url

@@ -33,6 +33,7 @@ from lmgym.models.tokenizer import load_tokenizer
 
 META_FILE = "lmgym.json"
 OPTIMIZER_FILE = "optimizer.pt"
+ADAPTER_CONFIG_FILE = "adapter_config.json"
 #: Meta key: the panels the training data came from, a list of ``{env_id, env_kwargs, split,
 #: n, seeds, task_ids, hash}`` (`lmgym.training.transcripts.train_panels` builds it from the
 #: training rollouts). The benchmark runner refuses to evaluate the model on a panel sharing a
@@ -57,6 +58,11 @@ def inherited_panels(folder: str | os.PathLike | None) -> list[dict[str, Any]]:
     if panels is None:
         return [{"source": str(folder), "task_ids": None, "note": "an lmgym checkpoint that records no train_panels"}]
     return [{**panel, "via": panel.get("via") or zoo.label(folder)} for panel in panels]
+
+
+def is_lora_checkpoint(folder: str | os.PathLike) -> bool:
+    """Whether `folder` holds a LoRA adapter (its base named by the meta's ``base_model``), not a whole model."""
+    return (Path(folder) / ADAPTER_CONFIG_FILE).is_file()
 
 
 def save_checkpoint(folder: str | os.PathLike, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase,
@@ -90,7 +96,7 @@ def load_checkpoint(folder: str | os.PathLike, *, device: str | None = None, dty
     folder = model_folder(folder)
     meta = read_meta(folder)
     tokenizer = load_tokenizer(folder)
-    if (folder / "adapter_config.json").exists():
+    if is_lora_checkpoint(folder):
         from peft import PeftModel
 
         base = load_local_model(meta["base_model"], device=device, dtype=dtype, bidirectional=meta.get("kind") == "mdlm")
@@ -140,7 +146,7 @@ def install_checkpoint(source: str | os.PathLike, name: str, *, half: bool = Tru
     if train_panels is not None:
         meta = {**(meta or {}), TRAIN_PANELS: train_panels}
     model, tokenizer, old = load_checkpoint(source)
-    if (Path(source) / "adapter_config.json").exists():
+    if is_lora_checkpoint(source):
         raise ValueError(f"{source}: a LoRA adapter depends on its base folder; merge it before installing")
     cleaned = {**portable_meta(old), "base_model": None, **(meta or {})}
     command = command or cleaned.get("recipe") or "python " + " ".join(sys.argv)

@@ -60,7 +60,7 @@ from transformers import PreTrainedTokenizerBase
 from lmgym.errors import InputError
 from lmgym.io import atomic_folder
 from lmgym.models import zoo
-from lmgym.models.checkpoints import TRAIN_PANELS, inherited_panels, load_checkpoint, save_checkpoint
+from lmgym.models.checkpoints import TRAIN_PANELS, inherited_panels, is_lora_checkpoint, load_checkpoint, save_checkpoint
 from lmgym.models.generation import generate
 from lmgym.models.networks import TinyConfig, build_model, llama_config
 from lmgym.models.tokenizer import positions_for
@@ -345,7 +345,8 @@ def student_size(cfg: DistillConfig, max_positions: int) -> TinyConfig:
 
 
 def check(cfg: DistillConfig) -> None:
-    if not cfg.teacher or not any((zoo.resolve(cfg.teacher) / name).is_file() for name in ("config.json", "adapter_config.json")):
+    folder = zoo.resolve(cfg.teacher) if cfg.teacher else None
+    if folder is None or not ((folder / "config.json").is_file() or is_lora_checkpoint(folder)):
         raise InputError(f"--teacher {cfg.teacher!r} is not a model folder, LoRA adapter folder or zoo name")
     if not cfg.data:
         raise InputError("no --data rollout files given")

@@ -148,7 +148,9 @@ class Terminal:
         assignments = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
         line = f"env {assignments} {shlex.join(command)}; echo \"[exit $?]\"; sleep 600"
         self._tmux("new-session", "-d", "-s", "play", "-x", str(width), "-y", str(height), line)
-        self.log = Path(tempfile.mkstemp(prefix="lmgym-terminal-")[1])
+        descriptor, log = tempfile.mkstemp(prefix="lmgym-terminal-")
+        os.close(descriptor)  # tmux's `cat` appends to it by name
+        self.log = Path(log)
         self._tmux("pipe-pane", "-t", "play", f"cat >> {shlex.quote(str(self.log))}")
 
     def output(self) -> str:
