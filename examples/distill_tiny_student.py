@@ -9,6 +9,8 @@
 
     python examples/distill_tiny_student.py --out runs/distill/example
     python examples/distill_tiny_student.py --out runs/distill/example --method kd   # same data and teacher cache
+    python examples/distill_tiny_student.py --out runs/distill/smollm2 --teacher ladder/hotpotqa-smollm2-sft \
+        --teacher-bf16 --method kd   # the ladder's SmolLM2 (LoRA) teacher: the student takes its 49k-token tokenizer
 
 Each method's student goes to ``OUT/student-<method>``; kd and sad read the teacher's
 distributions from ``OUT/teacher_cache``, written by the first of them (``--teacher-cache``).
@@ -34,7 +36,8 @@ from lmgym.training.distill import METHODS, DistillConfig, train
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 parser.add_argument("--env", default="lmgym/HotPotQA-Gen-v0")
-parser.add_argument("--teacher", default="react/hotpotqa-preact-ar")
+parser.add_argument("--teacher", default="react/hotpotqa-preact-ar", help="a checkpoint folder or zoo name (a LoRA adapter too)")
+parser.add_argument("--teacher-bf16", action="store_true", help="the teacher's forward passes under bfloat16 autocast")
 parser.add_argument("--out", default="runs/distill/example")
 parser.add_argument("--method", default="sad", choices=METHODS)
 parser.add_argument("--teacher-episodes", type=int, default=200)
@@ -59,7 +62,8 @@ print(f"teacher: {counts} ({time.time() - started:.0f} s)")
 student = out / f"student-{args.method}"
 metrics = train(DistillConfig(teacher=args.teacher, data=(str(rollouts),), method=args.method, out=str(student),
                               hidden_size=args.hidden_size, num_layers=args.num_layers, steps=args.steps,
-                              warmup=min(50, args.steps // 10 + 1), teacher_cache=str(out / "teacher_cache"), quiet=True))
+                              warmup=min(50, args.steps // 10 + 1), teacher_cache=str(out / "teacher_cache"),
+                              teacher_bf16=args.teacher_bf16, quiet=True))
 print(f"student: {metrics} ({time.time() - started:.0f} s)")
 
 # --- 3. both on held-out seeds ---
